@@ -1,0 +1,61 @@
+# packager — the two commands a newcomer needs: `make package TASK=<id>` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATASET ?= samples
+OUT ?= build
+TASK ?=
+ARGS ?=
+HARBOR_PYTHON ?= $(shell ls -d "$$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python 2>/dev/null | tail -n 1)
+
+.PHONY: install docker package test check lint typecheck golden harbor bench clean help
+
+help:
+	@echo "make package TASK=<instance_id>   render, build and verify one task (samples by default)"
+	@echo "make test                         the whole test suite, Docker end-to-end included"
+	@echo "make check                        ruff, mypy and the tests"
+	@echo "make golden                       rewrite the golden render trees (never in CI)"
+	@echo "make harbor                       the pinned Harbor 0.25 environment in .harbor/"
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+install: $(BIN)/.installed
+
+# A reachable Docker engine and the base images the samples need (idempotent, fast when done).
+docker:
+	@bash scripts/ensure-docker.sh
+
+package: install docker
+	@if [ -z "$(TASK)" ]; then echo "usage: make package TASK=<instance_id> [DATASET=...]"; \
+	  $(BIN)/packager list --dataset $(DATASET); exit 2; fi
+	$(BIN)/packager package $(TASK) --dataset $(DATASET) --out $(OUT) $(ARGS)
+
+harbor:
+	@HARBOR_PYTHON="$(HARBOR_PYTHON)" bash scripts/ensure-harbor.sh
+
+test: install docker harbor
+	$(BIN)/python -m pytest $(ARGS)
+
+lint: install
+	$(BIN)/ruff check packager tests benchmarks
+	$(BIN)/ruff format --check packager tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy packager
+
+check: lint typecheck test
+
+golden: install
+	$(BIN)/python -m tests.golden.regenerate
+
+bench: install docker
+	$(BIN)/python benchmarks/render.py
+	$(BIN)/python benchmarks/verify.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,237 @@
+"""Images: the agent image, then the grader image FROM it, through the Docker SDK.
+
+Tags are content hashes minted at render time, so an image that exists is never rebuilt. Every
+image carries labels naming the tool and the task; build output goes to a log file; a build has
+a deadline. The Docker client sits behind a small Protocol so unit tests can pass a fake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from packager import naming
+from packager.errors import BuildError, EngineUnavailableError
+
+ENGINE_HINT = (
+    "no Docker engine is reachable. Run `make docker` (installs and starts dockerd on Debian "
+    "as root; seeds base images), or start Docker yourself and retry"
+)
+
+
+class DockerClient(Protocol):
+    """The part of `docker.DockerClient` this tool uses (a fake implements it in tests)."""
+
+    @property
+    def api(self) -> Any: ...
+
+    @property
+    def images(self) -> Any: ...
+
+    @property
+    def containers(self) -> Any: ...
+
+    def ping(self) -> bool: ...
+
+
+def connect(timeout: int = 120) -> DockerClient:
+    """A client for the local engine, or EngineUnavailableError with the fix."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:  # docker raises DockerException, requests errors, FileNotFoundError
+        raise EngineUnavailableError(ENGINE_HINT) from exc
+    return client  # type: ignore[no-any-return]
+
+
+def image_exists(client: DockerClient, tag: str) -> bool:
+    """Whether the engine has the image."""
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What building one image did."""
+
+    tag: str
+    built: bool
+    duration_sec: float
+    log_path: Path | None
+
+
+RUN_ID = uuid.uuid4().hex[:12]
+"""Labels containers of this process, so Ctrl-C removes exactly what this run started."""
+
+
+def labels_for(task: str, role: str, *, container: bool = True) -> dict[str, str]:
+    """Labels on every image and container this tool makes (containers also name the run)."""
+    labels = {naming.LABEL_TOOL: "packager", naming.LABEL_TASK: task, naming.LABEL_ROLE: role}
+    if container:
+        labels[naming.LABEL_RUN] = RUN_ID
+    return labels
+
+
+def remove_run_containers(client: DockerClient) -> int:
+    """Force-remove every container this process started (after Ctrl-C); returns the count."""
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"}):
+        try:
+            container.remove(force=True)
+            removed += 1
+        except Exception:  # noqa: BLE001 - it may be gone already
+            pass
+    return removed
+
+
+def build_image(
+    client: DockerClient,
+    *,
+    task: str,
+    role: str,
+    context: Path,
+    tag: str,
+    log_path: Path,
+    timeout_sec: float,
+    buildargs: dict[str, str] | None = None,
+) -> BuildOutcome:
+    """Build `context` into `tag` unless it exists; raise BuildError with the log on failure."""
+    if image_exists(client, tag):
+        return BuildOutcome(tag, False, 0.0, None)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    error: list[str] = []
+    done = threading.Event()
+
+    def stream() -> None:
+        try:
+            with log_path.open("w", encoding="utf-8") as log:
+                for chunk in client.api.build(
+                    path=str(context), tag=tag, labels=labels_for(task, role, container=False), rm=True,
+                    forcerm=True, decode=True, buildargs=buildargs or {}, pull=False,
+                ):
+                    if "stream" in chunk:
+                        log.write(chunk["stream"])
+                    if "error" in chunk:
+                        log.write(f"ERROR: {chunk['error']}\n")
+                        error.append(str(chunk["error"]).strip())
+                    log.flush()
+        except Exception as exc:  # the SDK raises APIError, BuildError, connection errors
+            error.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=stream, daemon=True)
+    worker.start()
+    if not done.wait(timeout_sec):
+        raise BuildError(task, tag, f"timed out after {timeout_sec:.0f} s", log_path)
+    if error or not image_exists(client, tag):
+        reason = error[-1] if error else "no image produced"
+        raise BuildError(task, tag, reason.splitlines()[-1][:300], log_path)
+    return BuildOutcome(tag, True, time.monotonic() - started, log_path)
+
+
+def ca_base_image(client: DockerClient, base: str, ca_bundle: Path, log_dir: Path) -> str:
+    """An image FROM `base` that trusts an extra CA bundle (TLS-intercepting proxies)."""
+    data = ca_bundle.read_bytes()
+    digest = hashlib.sha256(base.encode() + b"\0" + data).hexdigest()
+    tag = f"packager/ca-base:{digest[:12]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = Path(tmp)
+        (ctx / "extra-ca.crt").write_bytes(data)
+        (ctx / "Dockerfile").write_text(
+            f"FROM {base}\n"
+            "COPY extra-ca.crt /usr/local/share/ca-certificates/packager-extra-ca.crt\n"
+            "ENV PIP_CERT=/usr/local/share/ca-certificates/packager-extra-ca.crt \\\n"
+            "    REQUESTS_CA_BUNDLE=/usr/local/share/ca-certificates/packager-extra-ca.crt \\\n"
+            "    NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/packager-extra-ca.crt\n"
+        )
+        build_image(client, task="ca-base", role="ca", context=ctx, tag=tag,
+                    log_path=log_dir / "ca-base.log", timeout_sec=600)
+    return tag
+
+
+def with_base_override(dockerfile: str) -> str:
+    """Make the first FROM overridable by the PACKAGER_BASE build argument."""
+    lines = dockerfile.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        words = line.split()
+        if words and words[0].upper() == "FROM":
+            lines[i] = f"ARG PACKAGER_BASE={words[1]}\nFROM ${{PACKAGER_BASE}}{line[line.index(words[1]) + len(words[1]):]}"
+            break
+    return "".join(lines)
+
+
+def first_from(dockerfile: str) -> str:
+    """The image the first FROM line names."""
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if words and words[0].upper() == "FROM":
+            return words[1]
+    raise ValueError("no FROM line")
+
+
+def read_tar_member(archive: bytes, name: str) -> bytes | None:
+    """One file out of a `get_archive` tar stream, or None."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and (member.name == name or member.name.endswith("/" + name)):
+                fh = tar.extractfile(member)
+                return fh.read() if fh else None
+    return None
+
+
+def make_tar(files: dict[str, bytes], modes: dict[str, int] | None = None) -> bytes:
+    """A tar stream for `put_archive` (paths relative to the target folder)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        dirs: set[str] = set()
+        for name in sorted(files):
+            parts = name.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d not in dirs:
+                    dirs.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type = tarfile.DIRTYPE
+                    info.mode = 0o777 if d.startswith("logs") else 0o755
+                    tar.addfile(info)
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            info.mode = (modes or {}).get(name, 0o644)
+            tar.addfile(info, io.BytesIO(files[name]))
+    return buf.getvalue()
+
+
+def json_or_none(data: bytes | None) -> Any:
+    """Parse JSON bytes, or None when absent or malformed."""
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def copy_into(src: Path, dest: Path) -> None:
+    """Copy a file atomically."""
+    tmp = dest.with_suffix(dest.suffix + ".tmp")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dest)

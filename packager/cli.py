@@ -1,0 +1,314 @@
+"""Command-line interface: the only module that prints or picks exit codes.
+
+Exit codes: 0 success (every task verified, for verify/package); 1 some task did not verify
+or a run failed; 2 bad input (dataset, row, task id, option); 3 no Docker engine reachable.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from packager.errors import PackagerError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help=(
+        "Turn benchmark dataset rows into verified Harbor tasks and HUD environments.\n\n"
+        "Without --dataset the embedded sample dataset is used. Typical use: "
+        "`packager package samples__textkit-1` renders, builds and verifies one task."
+    ),
+    pretty_exceptions_enable=False,
+)
+
+DatasetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset", "-d",
+        help="Rows to read: 'samples' (default), a .jsonl/.json/.parquet file, a downloaded "
+        "dataset folder, or a hub id owner/name.",
+    ),
+]
+SplitOpt = Annotated[str, typer.Option("--split", help="Dataset split to read.")]
+SchemaOpt = Annotated[
+    str | None,
+    typer.Option("--schema", help="Skip schema detection: swebench, swe-rebench, ec-swe, pdl, sweeper."),
+]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder.")]
+RepoSourceOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--repo-source",
+        help="OWNER/NAME=LOCATION: read that repository from a local bare repo, working copy "
+        "or bundle instead of GitHub. Repeatable.",
+    ),
+]
+TasksArg = Annotated[list[str] | None, typer.Argument(help="Instance ids to work on.")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Work on every row of the dataset.")]
+
+
+def _fail(exc: PackagerError) -> NoReturn:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _selection(
+    tasks: list[str] | None, all_tasks: bool, dataset: str | None, split: str,
+    schema: str | None, repo_source: list[str] | None,
+):  # type: ignore[no-untyped-def]
+    from packager.pipeline import Selection
+    from packager.repos import parse_repo_source_options
+    from packager.sources import open_dataset
+
+    if not tasks and not all_tasks:
+        raise typer.BadParameter("name at least one TASK or pass --all")
+    if tasks and all_tasks:
+        raise typer.BadParameter("give TASK ids or --all, not both")
+    return Selection(
+        dataset=open_dataset(dataset, split),
+        task_ids=tuple(tasks or ()),
+        all_tasks=all_tasks,
+        schema=schema,
+        repo_sources=parse_repo_source_options(repo_source or []),
+    )
+
+
+@app.command("list")
+def list_command(dataset: DatasetOpt = None, split: SplitOpt = "test", schema: SchemaOpt = None) -> None:
+    """List the rows of a dataset: instance id, schema, language."""
+    from packager.adapters import detect_schema
+    from packager.sources import iter_rows, open_dataset
+
+    try:
+        for row in iter_rows(open_dataset(dataset, split)):
+            name = schema or detect_schema(row)
+            typer.echo(f"{row.get('instance_id')}\t{name}\t{row.get('language') or '-'}")
+    except PackagerError as exc:
+        _fail(exc)
+
+
+@app.command("render")
+def render_command(
+    tasks: TasksArg = None,
+    all_tasks: AllOpt = False,
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    schema: SchemaOpt = None,
+    out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None,
+) -> None:
+    """Write Harbor task folders, HUD environment sources and oracle/nop manifests.
+
+    Every selected row is validated before anything is written; a bad row exits 2 and
+    leaves earlier output untouched.
+    """
+    from packager.pipeline import OutputPaths, render_selection
+
+    try:
+        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        specs = render_selection(sel, out)
+    except PackagerError as exc:
+        _fail(exc)
+    paths = OutputPaths(out, sel.dataset.name)
+    for spec in specs:
+        typer.echo(f"rendered {spec.task_id} -> {paths.task_dir(spec.provenance.slug)}")
+
+
+WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="Tasks worked on at once.")]
+CaOpt = Annotated[
+    Path | None,
+    typer.Option("--ca-bundle", exists=True, dir_okay=False,
+                 help="Extra CA bundle trusted inside builds (TLS-intercepting proxies)."),
+]
+BuildTimeoutOpt = Annotated[float, typer.Option("--build-timeout", help="Seconds per image build.")]
+OracleRunsOpt = Annotated[int, typer.Option("--oracle-runs", min=1, help="Oracle runs per task.")]
+
+
+def _run_tasks(
+    sel, out: Path, *, verify: bool, workers: int, ca_bundle: Path | None,  # type: ignore[no-untyped-def]
+    build_timeout: float, oracle_runs: int,
+) -> int:
+    """Render, then build (and verify) every selected task; print the table; return exit code."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from packager import build
+    from packager.model import TaskResult
+    from packager.pipeline import (
+        BuildOptions,
+        OutputPaths,
+        package_one,
+        render_selection,
+        write_report,
+        write_result,
+    )
+
+    console = Console(stderr=True)
+    specs = render_selection(sel, out)
+    paths = OutputPaths(out, sel.dataset.name)
+    client = build.connect()
+    opts = BuildOptions(timeout_sec=build_timeout, ca_bundle=ca_bundle)
+    results: list[TaskResult] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=console, transient=False) as progress, \
+                ThreadPoolExecutor(max_workers=workers) as pool:
+            bar = progress.add_task("build + verify" if verify else "build", total=len(specs))
+            futures = {
+                pool.submit(package_one, spec, paths, sel.merged_repo_sources, build_opts=opts,
+                            verify=verify, oracle_runs=oracle_runs, client=client): spec
+                for spec in specs
+            }
+            for future in as_completed(futures):
+                result = future.result()
+                assert isinstance(result, TaskResult)
+                write_result(paths, result)
+                results.append(result)
+                progress.console.print(f"{result.instance_id}: {result.status}"
+                                       + (f" ({result.reason})" if result.reason else ""))
+                progress.advance(bar)
+    except KeyboardInterrupt:
+        removed = build.remove_run_containers(client)
+        console.print(f"interrupted: removed {removed} container(s); finished results are kept")
+        raise typer.Exit(130) from None
+    report = write_report(paths)
+    _print_table(sorted(results, key=lambda r: r.instance_id))
+    typer.echo(f"results: {paths.base / 'results'}  report: {report}")
+    good = {"verified"} if verify else {"built", "verified"}
+    return 0 if all(r.status in good for r in results) else 1
+
+
+def _print_table(results) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.table import Table
+
+    from packager.report import HEADERS, table_rows
+
+    table = Table(*HEADERS)
+    for row in table_rows(results):
+        table.add_row(*row)
+    Console(width=200).print(table)
+
+
+@app.command("build")
+def build_command(
+    tasks: TasksArg = None, all_tasks: AllOpt = False, dataset: DatasetOpt = None,
+    split: SplitOpt = "test", schema: SchemaOpt = None, out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None, workers: WorkersOpt = 1, ca_bundle: CaOpt = None,
+    build_timeout: BuildTimeoutOpt = 1800.0,
+) -> None:
+    """Render, then build each task's agent image and grader image (cached by content hash)."""
+    try:
+        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        code = _run_tasks(sel, out, verify=False, workers=workers, ca_bundle=ca_bundle,
+                          build_timeout=build_timeout, oracle_runs=1)
+    except PackagerError as exc:
+        _fail(exc)
+    raise typer.Exit(code)
+
+
+@app.command("package")
+def package_command(
+    tasks: TasksArg = None, all_tasks: AllOpt = False, dataset: DatasetOpt = None,
+    split: SplitOpt = "test", schema: SchemaOpt = None, out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None, workers: WorkersOpt = 1, ca_bundle: CaOpt = None,
+    build_timeout: BuildTimeoutOpt = 1800.0, oracle_runs: OracleRunsOpt = 2,
+) -> None:
+    """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0)."""
+    try:
+        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        code = _run_tasks(sel, out, verify=True, workers=workers, ca_bundle=ca_bundle,
+                          build_timeout=build_timeout, oracle_runs=oracle_runs)
+    except PackagerError as exc:
+        _fail(exc)
+    raise typer.Exit(code)
+
+
+@app.command("verify")
+def verify_command(
+    tasks: TasksArg = None, all_tasks: AllOpt = False, dataset: DatasetOpt = None,
+    split: SplitOpt = "test", schema: SchemaOpt = None, out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None, workers: WorkersOpt = 1,
+    engine: Annotated[str, typer.Option("--engine", help="Verification engine: local.")] = "local",
+    patch: Annotated[
+        Path | None,
+        typer.Option("--patch", exists=True, dir_okay=False,
+                     help="Grade this candidate patch instead; prints one JSON object."),
+    ] = None,
+    oracle_runs: OracleRunsOpt = 2,
+) -> None:
+    """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
+    import json
+
+    if engine != "local":
+        raise typer.BadParameter(f"unknown engine {engine!r} (available: local)")
+    try:
+        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        if patch is None:
+            code = _run_tasks(sel, out, verify=True, workers=workers, ca_bundle=None,
+                              build_timeout=1800.0, oracle_runs=oracle_runs)
+            raise typer.Exit(code)
+        from packager import build
+        from packager.pipeline import BuildOptions, OutputPaths, build_task, render_selection
+        from packager.targets.harbor import collect_command
+        from packager.verify import RunPlan, run_once
+
+        specs = render_selection(sel, out)
+        if len(specs) != 1:
+            raise typer.BadParameter("--patch grades exactly one TASK")
+        spec = specs[0]
+        paths = OutputPaths(out, sel.dataset.name)
+        client = build.connect()
+        built = build_task(client, spec, paths, sel.merged_repo_sources, BuildOptions())
+        plan = RunPlan(
+            task=f"{spec.provenance.dataset}/{spec.provenance.slug}",
+            agent_image=str(built["agent_image"]), grader_image=str(built["grader_image"]),
+            workdir=spec.repo.workdir, collect=collect_command(spec),
+            solution_dir=paths.task_dir(spec.provenance.slug) / "solution",
+            grade_timeout_sec=spec.grading.timeout_sec,
+        )
+        run = run_once(client, plan, "patch", paths.log_dir(spec.provenance.slug) / "patch",
+                       patch=patch.read_bytes())
+    except PackagerError as exc:
+        _fail(exc)
+    typer.echo(json.dumps({"task": spec.task_id, "reward": run.reward, "subscores": run.subscores,
+                           "status": run.grade_status, "reason": run.reason,
+                           "log_dir": run.log_dir}, sort_keys=True))
+    raise typer.Exit(0 if run.reward is not None else 1)
+
+
+@app.command("report")
+def report_command(
+    dataset: DatasetOpt = None, split: SplitOpt = "test", out: OutOpt = Path("build"),
+) -> None:
+    """Summarise the latest results of a dataset (terminal table and report.md)."""
+    from packager.pipeline import OutputPaths, read_results, write_report
+    from packager.sources import open_dataset
+
+    try:
+        ds = open_dataset(dataset, split)
+    except PackagerError as exc:
+        _fail(exc)
+    paths = OutputPaths(out, ds.name)
+    results = read_results(paths)
+    if not results:
+        typer.echo(f"no results under {paths.base / 'results'}", err=True)
+        raise typer.Exit(1)
+    _print_table(results)
+    typer.echo(f"report: {write_report(paths)}")
+
+
+def main() -> None:
+    """Entry point for the `packager` script."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

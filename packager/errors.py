@@ -1,0 +1,91 @@
+"""The exception tree. Every error carries plain data; the CLI turns them into exit codes.
+
+    PackagerError                    exit 1 unless a subclass says otherwise
+    ├── InputError                   exit 2: the dataset or the command line is wrong
+    │   ├── RowError                 one row: names the task and the field
+    │   ├── UnknownTasksError        TASK ids not in the dataset (lists them all)
+    │   └── DatasetError             the dataset cannot be read or its schema is unknown
+    ├── RepoSourceError              a repository cannot be fetched or lacks a commit
+    ├── EngineUnavailableError       no Docker engine answers (the message says how to start one)
+    ├── BuildError                   an image failed to build (carries the log path)
+    └── RunError                     a container run failed for an infrastructure reason
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class PackagerError(Exception):
+    """Base of every error this tool raises on purpose."""
+
+    exit_code = 1
+
+
+class InputError(PackagerError):
+    """The input (dataset, row or command line) is wrong; nothing was written."""
+
+    exit_code = 2
+
+
+class DatasetError(InputError):
+    """The dataset cannot be read, or its schema cannot be told."""
+
+
+class RowError(InputError):
+    """One field of one row is wrong."""
+
+    def __init__(self, task: str, field: str, problem: str) -> None:
+        self.task = task
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{task}: field '{field}': {problem}")
+
+
+class UnknownTasksError(InputError):
+    """Some requested task ids are not in the dataset."""
+
+    def __init__(self, unknown: Iterable[str], dataset: str) -> None:
+        self.unknown = sorted(unknown)
+        self.dataset = dataset
+        super().__init__(f"unknown task id(s) in dataset '{dataset}': {', '.join(self.unknown)}")
+
+
+class RepoSourceError(PackagerError):
+    """A repository source cannot be read, or it lacks the commit a row names."""
+
+    exit_code = 2
+
+    def __init__(self, task: str, field: str, problem: str) -> None:
+        self.task = task
+        self.field = field
+        super().__init__(f"{task}: field '{field}': {problem}")
+
+
+class EngineUnavailableError(PackagerError):
+    """No Docker engine can be reached."""
+
+    exit_code = 3
+
+
+class BuildError(PackagerError):
+    """A Docker image failed to build."""
+
+    def __init__(self, task: str, image: str, reason: str, log_path: Path | None) -> None:
+        self.task = task
+        self.image = image
+        self.reason = reason
+        self.log_path = log_path
+        where = f" (log: {log_path})" if log_path else ""
+        super().__init__(f"{task}: building {image} failed: {reason}{where}")
+
+
+class RunError(PackagerError):
+    """A container run failed for a reason outside the task (daemon gone, timeout, OOM)."""
+
+    def __init__(self, task: str, reason: str, log_path: Path | None = None) -> None:
+        self.task = task
+        self.reason = reason
+        self.log_path = log_path
+        super().__init__(f"{task}: {reason}")

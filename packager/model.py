@@ -1,0 +1,178 @@
+"""TaskSpec: the one dataset-independent description of a task, plus result models.
+
+Adapters build a TaskSpec from a row; every later stage reads only this. Models are frozen and
+validated; nothing here does I/O or knows a dataset's column names.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Schema = Literal["swebench", "swe-rebench", "ec-swe", "pdl", "sweeper"]
+Parser = Literal["pytest", "gotest", "tap", "junit"]
+Rule = Literal["all_pass", "formula", "script", "judge"]
+Status = Literal[
+    "verified",
+    "gold_failed",
+    "nop_solved",
+    "flaky",
+    "build_failed",
+    "infra_error",
+    "needs_judge",
+    "nop_mismatch",
+    "leak",
+    "rendered",
+    "built",
+]
+
+
+class Frozen(BaseModel):
+    """Base for immutable, strictly validated models."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provenance(Frozen):
+    """Where a task comes from."""
+
+    dataset: str
+    split: str
+    schema_name: Schema
+    instance_id: str
+    slug: str
+    language: str = "unknown"
+
+
+class Repo(Frozen):
+    """The repository the agent works in."""
+
+    name: str
+    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    files: dict[str, bytes] | None = None
+    """Inline repositories (PDL): the whole tree; the base commit is made from it."""
+    setup_patch: str | None = None
+    """Applied to the working tree in the agent image, uncommitted (so the diff base stays)."""
+    reference_commit: str | None = None
+    """Gold given as a later commit (SWEeper); the diff is read from the repo source."""
+    workdir: str = "/testbed"
+
+
+class Environment(Frozen):
+    """How the agent image's system is made before the repository goes in."""
+
+    base_image: str = "debian:bookworm-slim"
+    dockerfile: str | None = None
+    """A row's own Dockerfile text (EC-SWE); its FROM names the base."""
+    packages: tuple[str, ...] = ()
+    """Debian packages installed as root."""
+    pre_install: tuple[str, ...] = ()
+    """Shell commands run as root before the repository is copied in."""
+    install: tuple[str, ...] = ()
+    """Shell commands run in the workdir after the repository is copied in."""
+    env: dict[str, str] = Field(default_factory=dict)
+    network: bool = False
+    """Whether the agent phase may use the network."""
+
+
+class Criterion(Frozen):
+    """One weighted criterion of a script grader (weights of a task sum to 100)."""
+
+    name: str
+    weight: int
+    description: str = ""
+
+
+class Grading(Frozen):
+    """How the grader image decides the reward; serialised into plan.json."""
+
+    rule: Rule
+    parser: Parser = "pytest"
+    test_command: str | None = None
+    timeout_sec: int = 600
+    env: dict[str, str] = Field(default_factory=dict)
+    test_patch: str | None = None
+    hidden_files: dict[str, bytes] = Field(default_factory=dict)
+    protected_paths: tuple[str, ...] = ()
+    fail_to_pass: tuple[str, ...] = ()
+    pass_to_pass: tuple[str, ...] = ()
+    formula: str | None = None
+    hidden_tests: tuple[str, ...] = ()
+    public_tests: tuple[str, ...] = ()
+    build_command: str | None = None
+    patch_allowed: tuple[str, ...] = ()
+    patch_forbidden: tuple[str, ...] = ()
+    grader_command: str | None = None
+    grader_files: dict[str, bytes] = Field(default_factory=dict)
+    criteria: tuple[Criterion, ...] = ()
+    workflows: str | None = None
+    """SWEeper behaviour workflows (YAML text), judged by a model in a browser."""
+
+    @model_validator(mode="after")
+    def _rule_has_what_it_needs(self) -> Grading:
+        if self.rule == "all_pass" and not self.fail_to_pass:
+            raise ValueError("all_pass grading needs at least one FAIL_TO_PASS test")
+        if self.rule == "script":
+            if not self.grader_command:
+                raise ValueError("script grading needs a grader command")
+            if sum(c.weight for c in self.criteria) != 100:
+                raise ValueError("criterion weights must sum to 100")
+        if self.rule == "formula" and not self.formula:
+            raise ValueError("formula grading needs a formula")
+        return self
+
+
+class Expectations(Frozen):
+    """What verification must see."""
+
+    gold_reward: float = 1.0
+    nop_reward: float | None = None
+    """The row's own base reward (EC-SWE base_reward, PDL floor), when it gives one."""
+
+
+class TaskSpec(Frozen):
+    """Everything needed to render, build and verify one task."""
+
+    provenance: Provenance
+    instruction: str
+    repo: Repo
+    environment: Environment = Environment()
+    gold_patch: str | None
+    grading: Grading
+    expectations: Expectations = Expectations()
+    agent_timeout_sec: int = 3600
+
+    @property
+    def task_id(self) -> str:
+        """The instance id this task was made from."""
+        return self.provenance.instance_id
+
+
+class RunResult(Frozen):
+    """One oracle or nop run."""
+
+    kind: Literal["oracle", "nop", "patch"]
+    reward: float | None
+    subscores: dict[str, float] = Field(default_factory=dict)
+    grade_status: str
+    reason: str | None = None
+    duration_sec: float
+    log_dir: str
+
+
+class TaskResult(Frozen):
+    """The latest verification of one task (written to results/<task>.json)."""
+
+    task: str
+    instance_id: str
+    dataset: str
+    status: Status
+    reason: str | None = None
+    engine: str
+    images: dict[str, str] = Field(default_factory=dict)
+    oracle: tuple[RunResult, ...] = ()
+    nop: RunResult | None = None
+    expected_nop: float | None = None
+    durations: dict[str, float] = Field(default_factory=dict)
+    logs: dict[str, str] = Field(default_factory=dict)

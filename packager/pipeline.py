@@ -1,0 +1,326 @@
+"""Orchestration: select rows, adapt, resolve against repo sources, render, write; later build
+and verify. Errors of one task are caught here, per task, into that task's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packager.adapters import Context, to_spec
+from packager.errors import RowError, UnknownTasksError
+from packager.model import TaskSpec
+from packager.sources import DatasetSource, iter_rows
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which rows of which dataset to work on."""
+
+    dataset: DatasetSource
+    task_ids: tuple[str, ...] = ()
+    all_tasks: bool = False
+    schema: str | None = None
+    repo_sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def merged_repo_sources(self) -> dict[str, str]:
+        """Dataset-shipped bundles, overridden by `--repo-source` options."""
+        return {**self.dataset.repo_sources, **self.repo_sources}
+
+
+@dataclass(frozen=True)
+class OutputPaths:
+    """Every output path of one dataset, in one object."""
+
+    root: Path
+    dataset: str
+
+    @property
+    def base(self) -> Path:
+        return self.root / self.dataset
+
+    def task_dir(self, slug: str) -> Path:
+        return self.base / "tasks" / slug
+
+    def source_dir(self, slug: str) -> Path:
+        return self.base / "sources" / slug
+
+    def manifest_dir(self, slug: str) -> Path:
+        return self.base / "manifests" / slug
+
+    def result_file(self, slug: str) -> Path:
+        return self.base / "results" / f"{slug}.json"
+
+    def log_dir(self, slug: str) -> Path:
+        return self.base / "logs" / slug
+
+    @property
+    def report_file(self) -> Path:
+        return self.base / "report.md"
+
+
+def iter_specs(sel: Selection) -> Iterator[TaskSpec]:
+    """Adapt the selected rows, in dataset order; fails on duplicates and unknown ids."""
+    ctx = Context(dataset=sel.dataset.name, split=sel.dataset.split)
+    wanted = set(sel.task_ids)
+    seen: set[str] = set()
+    for row in iter_rows(sel.dataset):
+        instance_id = row.get("instance_id")
+        if not isinstance(instance_id, str) or not instance_id:
+            raise RowError(f"row {len(seen) + 1}", "instance_id", "missing or empty")
+        if instance_id in seen:
+            raise RowError(instance_id, "instance_id", "duplicate instance id in the dataset")
+        seen.add(instance_id)
+        if sel.all_tasks or instance_id in wanted:
+            yield to_spec(row, ctx, sel.schema)
+    unknown = wanted - seen
+    if unknown:
+        raise UnknownTasksError(unknown, sel.dataset.name)
+
+
+def resolve_spec(spec: TaskSpec, repo_sources: dict[str, str]) -> TaskSpec:
+    """Check the base commit against a local repo source, and read a commit-given gold patch."""
+    if spec.repo.files is not None:
+        return spec
+    from packager import repos
+
+    name = spec.repo.name
+    if name not in repo_sources and spec.repo.reference_commit is None:
+        # A remote source is only contacted when the image is built.
+        return spec
+    git_dir = repos.git_dir_for(repos.source_for(name, repo_sources))
+    for field_name, sha in (("base_commit", spec.repo.base_commit),
+                            ("reference_commit", spec.repo.reference_commit)):
+        if sha is not None and not repos.has_commit(git_dir, sha):
+            raise RowError(spec.task_id, field_name, f"commit {sha} not found in repo source for {name}")
+    if spec.repo.reference_commit is not None and spec.gold_patch is None:
+        diff = repos.read_diff(git_dir, spec.repo.base_commit, spec.repo.reference_commit)
+        if not diff.strip():
+            raise RowError(spec.task_id, "reference_commit", "no change from base_commit")
+        return spec.model_copy(update={"gold_patch": diff})
+    return spec
+
+
+def render_selection(
+    sel: Selection, out: Path, on_task: Callable[[TaskSpec], None] | None = None
+) -> list[TaskSpec]:
+    """Validate every selected row first (nothing is written if one is bad), then write each
+    task's folders atomically. Returns the written specs' ids in order (as specs)."""
+    from packager.targets.harbor import make_harbor_task
+    from packager.targets.hud import make_hud_files
+    from packager.write import write_tree
+
+    sources = sel.merged_repo_sources
+    # Pass 1: validate everything, keep nothing but counts (rows are streamed twice).
+    count = 0
+    for spec in iter_specs(sel):
+        resolved = resolve_spec(spec, sources)
+        make_harbor_task(resolved)
+        count += 1
+    # Pass 2: render and write.
+    written: list[TaskSpec] = []
+    paths = OutputPaths(out, sel.dataset.name)
+    for spec in iter_specs(sel):
+        resolved = resolve_spec(spec, sources)
+        task = make_harbor_task(resolved)
+        slug = resolved.provenance.slug
+        hud = make_hud_files(
+            resolved, dataset=sel.dataset.name, agent_image=task.agent_image,
+            grader_payload=task.grader_payload,
+        )
+        write_tree(paths.task_dir(slug), task.files)
+        write_tree(paths.source_dir(slug), hud)
+        write_tree(paths.manifest_dir(slug), task.manifests)
+        written.append(resolved)
+        if on_task is not None:
+            on_task(resolved)
+    return written
+
+
+def spec_ids(specs: Iterable[TaskSpec]) -> list[str]:
+    """Instance ids of specs, in order."""
+    return [s.task_id for s in specs]
+
+
+# --------------------------------------------------------------------------- build and verify
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Knobs of the build stage."""
+
+    timeout_sec: float = 1800.0
+    ca_bundle: Path | None = None
+
+
+def build_task(client: object, spec: TaskSpec, paths: OutputPaths, repo_sources: dict[str, str],
+               opts: BuildOptions) -> dict[str, object]:
+    """Snapshot the repository into the agent context, then build agent and grader images.
+
+    Returns a summary dict (tags, built or cached, durations, log paths)."""
+    import shutil
+    import tempfile
+
+    from packager import build, repos
+    from packager.targets.harbor import SNAPSHOT_FILE, make_harbor_task
+
+    task = make_harbor_task(spec)
+    slug = spec.provenance.slug
+    task_dir = paths.task_dir(slug)
+    logs = paths.log_dir(slug)
+    label = f"{spec.provenance.dataset}/{slug}"
+    outcome: dict[str, object] = {"agent_image": task.agent_image, "grader_image": task.grader_image}
+    buildargs: dict[str, str] = {}
+    if not build.image_exists(client, task.agent_image):  # type: ignore[arg-type]
+        with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
+            snap = Path(tmp) / "repo"
+            git_dir = None
+            if spec.repo.files is None:
+                git_dir = repos.git_dir_for(repos.source_for(spec.repo.name, repo_sources))
+                if not repos.has_commit(git_dir, spec.repo.base_commit):
+                    raise RowError(spec.task_id, "base_commit",
+                                   f"commit {spec.repo.base_commit} not found in repo source")
+            repos.write_snapshot_repo(snap, git_dir=git_dir, base_commit=spec.repo.base_commit,
+                                      files=spec.repo.files)
+            repos.write_snapshot_tar(snap, task_dir / "environment" / SNAPSHOT_FILE)
+        context = task_dir / "environment"
+        if opts.ca_bundle is not None:
+            dockerfile = (context / "Dockerfile").read_text()
+            base = build.first_from(dockerfile)
+            buildargs["PACKAGER_BASE"] = build.ca_base_image(client, base, opts.ca_bundle, logs)  # type: ignore[arg-type]
+            ca_ctx = Path(tempfile.mkdtemp(prefix="packager-ctx-"))
+            shutil.copytree(context, ca_ctx, dirs_exist_ok=True)
+            (ca_ctx / "Dockerfile").write_text(build.with_base_override(dockerfile))
+            context = ca_ctx
+        try:
+            agent = build.build_image(client, task=label, role="agent", context=context,  # type: ignore[arg-type]
+                                      tag=task.agent_image, log_path=logs / "build-agent.log",
+                                      timeout_sec=opts.timeout_sec, buildargs=buildargs)
+        finally:
+            if context != task_dir / "environment":
+                shutil.rmtree(context, ignore_errors=True)
+        outcome["agent_built"] = agent.built
+        outcome["agent_build_sec"] = round(agent.duration_sec, 3)
+        outcome["agent_log"] = str(agent.log_path)
+    else:
+        outcome["agent_built"] = False
+    grader = build.build_image(client, task=label, role="grader", context=task_dir / "tests",  # type: ignore[arg-type]
+                               tag=task.grader_image, log_path=logs / "build-grader.log",
+                               timeout_sec=opts.timeout_sec)
+    outcome["grader_built"] = grader.built
+    outcome["grader_build_sec"] = round(grader.duration_sec, 3)
+    if grader.log_path:
+        outcome["grader_log"] = str(grader.log_path)
+    return outcome
+
+
+def verify_task(client: object, spec: TaskSpec, paths: OutputPaths, *, oracle_runs: int = 2,
+                images: dict[str, str], engine: str = "local",
+                durations: dict[str, float] | None = None,
+                extra_logs: dict[str, str] | None = None) -> object:
+    """Run the oracle `oracle_runs` times and the nop once; return the TaskResult."""
+    from packager.targets.harbor import collect_command
+    from packager.verify import RunPlan, make_result, run_once
+
+    slug = spec.provenance.slug
+    logs = paths.log_dir(slug)
+    plan = RunPlan(
+        task=f"{spec.provenance.dataset}/{slug}",
+        agent_image=images["agent"],
+        grader_image=images["grader"],
+        workdir=spec.repo.workdir,
+        collect=collect_command(spec),
+        solution_dir=paths.task_dir(slug) / "solution",
+        grade_timeout_sec=spec.grading.timeout_sec,
+        agent_timeout_sec=spec.agent_timeout_sec,
+        network=spec.environment.network,
+    )
+    oracle = [run_once(client, plan, "oracle", logs / f"oracle-{i + 1}")  # type: ignore[arg-type]
+              for i in range(oracle_runs)]
+    nop = run_once(client, plan, "nop", logs / "nop")  # type: ignore[arg-type]
+    return make_result(
+        task=slug, instance_id=spec.task_id, dataset=spec.provenance.dataset, engine=engine,
+        images=images, oracle=oracle, nop=nop, expected_nop=spec.expectations.nop_reward,
+        durations=durations or {}, logs={"dir": str(logs), **(extra_logs or {})},
+    )
+
+
+def package_one(spec: TaskSpec, paths: OutputPaths, repo_sources: dict[str, str], *,
+                build_opts: BuildOptions, verify: bool, oracle_runs: int,
+                client: object) -> object:
+    """Build and (optionally) verify one task; every failure becomes this task's result."""
+    import time
+
+    from packager.errors import BuildError, PackagerError, RepoSourceError
+    from packager.model import TaskResult
+
+    slug = spec.provenance.slug
+    base = {"task": slug, "instance_id": spec.task_id, "dataset": spec.provenance.dataset,
+            "engine": "local", "expected_nop": spec.expectations.nop_reward}
+    started = time.monotonic()
+    try:
+        built = build_task(client, spec, paths, repo_sources, build_opts)
+    except BuildError as exc:
+        return TaskResult(**base, status="build_failed", reason=str(exc),  # type: ignore[arg-type]
+                          logs={"dir": str(paths.log_dir(slug)), "build": str(exc.log_path)})
+    except (RepoSourceError, RowError) as exc:
+        return TaskResult(**base, status="build_failed", reason=str(exc),  # type: ignore[arg-type]
+                          logs={"dir": str(paths.log_dir(slug))})
+    except PackagerError as exc:
+        return TaskResult(**base, status="infra_error", reason=str(exc),  # type: ignore[arg-type]
+                          logs={"dir": str(paths.log_dir(slug))})
+    images = {"agent": str(built["agent_image"]), "grader": str(built["grader_image"])}
+    durations = {"build": round(time.monotonic() - started, 3)}
+    logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
+    if spec.grading.rule == "judge":
+        return TaskResult(**base, status="needs_judge", images=images,  # type: ignore[arg-type]
+                          reason="graded by browser workflows judged by a model; that verifier "
+                          "is not implemented yet, so oracle and nop are not run",
+                          durations=durations, logs={"dir": str(paths.log_dir(slug)), **logs})
+    if not verify:
+        return TaskResult(**base, status="built", images=images, durations=durations,  # type: ignore[arg-type]
+                          logs={"dir": str(paths.log_dir(slug)), **logs})
+    try:
+        return verify_task(client, spec, paths, oracle_runs=oracle_runs, images=images,
+                           durations=durations, extra_logs=logs)
+    except PackagerError as exc:
+        return TaskResult(**base, status="infra_error", reason=str(exc), images=images,  # type: ignore[arg-type]
+                          durations=durations, logs={"dir": str(paths.log_dir(slug)), **logs})
+    except Exception as exc:  # noqa: BLE001 - docker/requests errors: the daemon went away
+        return TaskResult(**base, status="infra_error", images=images,  # type: ignore[arg-type]
+                          reason=f"{type(exc).__name__}: {exc}", durations=durations,
+                          logs={"dir": str(paths.log_dir(slug)), **logs})
+
+
+def write_result(paths: OutputPaths, result: object) -> Path:
+    """results/<task>.json, atomically."""
+    from packager.model import TaskResult
+    from packager.write import write_json
+
+    assert isinstance(result, TaskResult)
+    target = paths.result_file(result.task)
+    write_json(target, result.model_dump(mode="json"))
+    return target
+
+
+def read_results(paths: OutputPaths) -> list[object]:
+    """Every results/<task>.json of a dataset, sorted by task."""
+    from packager.model import TaskResult
+
+    folder = paths.base / "results"
+    if not folder.is_dir():
+        return []
+    return [TaskResult.model_validate_json(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def write_report(paths: OutputPaths) -> Path:
+    """report.md from every result of the dataset."""
+    from packager.model import TaskResult
+    from packager.report import make_markdown
+    from packager.write import write_text
+
+    results = [r for r in read_results(paths) if isinstance(r, TaskResult)]
+    write_text(paths.report_file, make_markdown(paths.dataset, results))
+    return paths.report_file

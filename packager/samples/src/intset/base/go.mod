@@ -1,0 +1,3 @@
+module github.com/samples/intset
+
+go 1.19

@@ -1,0 +1,5 @@
+"""Track stock levels per SKU."""
+
+from inventory.stock import Inventory
+
+__all__ = ["Inventory"]

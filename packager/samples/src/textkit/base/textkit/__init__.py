@@ -1,0 +1,3 @@
+"""Small text helpers."""
+
+__version__ = "1.0.0"

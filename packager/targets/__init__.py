@@ -1,0 +1,1 @@
+"""Render targets: pure functions from a TaskSpec to an in-memory file tree."""

@@ -1,0 +1,260 @@
+"""Harbor target: TaskSpec → the files of a Harbor 0.25 task folder, plus manifests. Pure.
+
+The agent build context (`environment/`) holds only the recipe; the repository snapshot
+(`repo.tar`) is added by the build stage. Grading lives in `tests/`, a separate build context
+whose Dockerfile starts FROM the agent image, so nothing of it can reach the agent image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from packager import naming
+from packager.model import TaskSpec
+from packager.render import FileTree, OutFile, render_template, text_file
+
+GRADING_DIR = Path(__file__).resolve().parent.parent / "grading"
+GRADING_FILES = ("__init__.py", "grade.py", "parsers.py", "patching.py", "rules.py")
+SNAPSHOT_FILE = "repo.tar"
+DEFAULT_BUILD_TIMEOUT = 1800.0
+
+
+@dataclass(frozen=True)
+class HarborTask:
+    """One rendered task: its folder's files, its manifests and its image tags."""
+
+    files: FileTree
+    manifests: FileTree
+    agent_image: str
+    grader_image: str
+    grader_payload: FileTree
+    """The grader's /tests payload without its Dockerfile and test.sh (reused by HUD)."""
+
+
+def tree_digest(tree: FileTree, extra: str = "") -> str:
+    """sha256 over sorted paths, modes and bytes: equal trees give equal image tags."""
+    h = hashlib.sha256(extra.encode())
+    for path in sorted(tree):
+        f = tree[path]
+        h.update(f"{path}\0{f.mode:o}\0{len(f.data)}\0".encode())
+        h.update(f.data)
+    return h.hexdigest()
+
+
+def snapshot_key(spec: TaskSpec) -> str:
+    """What the repository snapshot is a function of (its bytes are not reproducible)."""
+    return f"{spec.repo.name}@{spec.repo.base_commit}"
+
+
+def collect_command(spec: TaskSpec) -> str:
+    """Harbor's collect hook: the candidate change as a binary diff against the base commit."""
+    workdir = spec.repo.workdir
+    return (
+        f"mkdir -p /logs/artifacts && cd {workdir} && git add -A && "
+        f"git diff --cached --binary {spec.repo.base_commit} > /logs/artifacts/model.patch"
+    )
+
+
+def _agent_context(spec: TaskSpec) -> FileTree:
+    env = spec.environment
+    files: FileTree = {
+        "Dockerfile": OutFile(
+            render_template(
+                "harbor/environment/Dockerfile.jinja",
+                instance_id=spec.task_id,
+                base_commit=spec.repo.base_commit,
+                dockerfile=(env.dockerfile or "").rstrip("\n"),
+                base_image=env.base_image,
+                packages=list(env.packages),
+                pre_install=list(env.pre_install),
+                install=list(env.install),
+                env=sorted(env.env.items()),
+                workdir=spec.repo.workdir,
+                setup_patch=bool(spec.repo.setup_patch),
+            )
+        )
+    }
+    if spec.repo.setup_patch:
+        files["setup.patch"] = OutFile(spec.repo.setup_patch.encode())
+    return files
+
+
+def make_plan(spec: TaskSpec) -> dict[str, Any]:
+    """plan.json: everything the grading runtime needs (see docs/grading.md)."""
+    g = spec.grading
+    plan: dict[str, Any] = {
+        "version": 1,
+        "instance_id": spec.task_id,
+        "repo_dir": spec.repo.workdir,
+        "base_commit": spec.repo.base_commit,
+        "rule": g.rule,
+        "parser": g.parser,
+        "test_command": g.test_command,
+        "timeout_sec": g.timeout_sec,
+        "env": dict(sorted(g.env.items())),
+        "test_patch": "payload/test.patch" if g.test_patch else None,
+        "hidden_files": "payload/hidden" if g.hidden_files else None,
+        "protected_paths": list(g.protected_paths),
+        "fail_to_pass": list(g.fail_to_pass),
+        "pass_to_pass": list(g.pass_to_pass),
+        "formula": None,
+        "patch_policy": None,
+        "script": None,
+    }
+    if g.rule == "formula":
+        plan["formula"] = {
+            "expression": g.formula,
+            "hidden_paths": sorted(g.hidden_files),
+            "hidden_tests": list(g.hidden_tests),
+            "public_tests": list(g.public_tests),
+            "build_command": g.build_command,
+        }
+    if g.patch_allowed or g.patch_forbidden:
+        plan["patch_policy"] = {"allowed": list(g.patch_allowed), "forbidden": list(g.patch_forbidden)}
+    if g.rule == "script":
+        plan["script"] = {
+            "command": g.grader_command,
+            "dir": "payload/grader",
+            "criteria": [{"name": c.name, "weight": c.weight} for c in g.criteria],
+        }
+    if g.rule == "judge":
+        plan["judge"] = {"workflows": "payload/workflows.yaml"}
+    return plan
+
+
+def _grader_payload(spec: TaskSpec) -> FileTree:
+    g = spec.grading
+    payload: FileTree = {
+        "plan.json": text_file(json.dumps(make_plan(spec), indent=2, sort_keys=True)),
+    }
+    for name in GRADING_FILES:
+        payload[f"grading/{name}"] = OutFile((GRADING_DIR / name).read_bytes())
+    if g.test_patch:
+        payload["payload/test.patch"] = OutFile(g.test_patch.encode())
+    for path, data in g.hidden_files.items():
+        payload[f"payload/hidden/{path}"] = OutFile(data)
+    for path, data in g.grader_files.items():
+        payload[f"payload/grader/{path}"] = OutFile(data)
+    if g.workflows:
+        payload["payload/workflows.yaml"] = OutFile(g.workflows.encode())
+    return payload
+
+
+def _task_toml(spec: TaskSpec, agent_image: str) -> bytes:
+    p = spec.provenance
+    config: dict[str, Any] = {
+        "schema_version": "1.4",
+        "source": f"{p.dataset}/{p.split}",
+        "task": {
+            "name": f"packager/{p.slug}",
+            "version": "1.0.0",
+            "description": f"{p.instance_id} ({p.schema_name})",
+        },
+        "metadata": {
+            "instance_id": p.instance_id,
+            "dataset": p.dataset,
+            "split": p.split,
+            "schema": p.schema_name,
+            "language": p.language,
+            "repo": spec.repo.name,
+            "base_commit": spec.repo.base_commit,
+            "agent_image": agent_image,
+        },
+        "agent": {"timeout_sec": float(spec.agent_timeout_sec)},
+        "environment": {
+            "build_timeout_sec": DEFAULT_BUILD_TIMEOUT,
+            "workdir": spec.repo.workdir,
+        },
+        "verifier": {
+            "timeout_sec": float(spec.grading.timeout_sec + 300),
+            "environment_mode": "separate",
+            "collect": [{"command": collect_command(spec), "timeout_sec": 120.0}],
+        },
+    }
+    return tomli_w.dumps(config).encode()
+
+
+def _manifests(spec: TaskSpec, agent_image: str, grader_image: str) -> FileTree:
+    common = {
+        "task": spec.provenance.slug,
+        "instance_id": spec.task_id,
+        "agent_image": agent_image,
+        "grader_image": grader_image,
+        "workdir": spec.repo.workdir,
+        "collect": collect_command(spec),
+        "grade": "/tests/test.sh",
+    }
+    oracle = {
+        **common,
+        "kind": "oracle",
+        "agent": "/solution/solve.sh",
+        "runs": 2,
+        "expect": {"reward": spec.expectations.gold_reward},
+    }
+    nop = {
+        **common,
+        "kind": "nop",
+        "agent": None,
+        "runs": 1,
+        "expect": {"reward_below": 1.0, "reward": spec.expectations.nop_reward},
+    }
+    return {
+        "oracle.json": text_file(json.dumps(oracle, indent=2, sort_keys=True)),
+        "nop.json": text_file(json.dumps(nop, indent=2, sort_keys=True)),
+    }
+
+
+def make_harbor_task(spec: TaskSpec) -> HarborTask:
+    """Render one task folder. `spec.gold_patch` must be resolved (SWEeper: by the pipeline)."""
+    if spec.gold_patch is None:
+        raise ValueError(f"{spec.task_id}: gold patch not resolved")
+    p = spec.provenance
+    agent_ctx = _agent_context(spec)
+    agent_image = naming.make_image_tag(
+        p.dataset, p.slug, "agent", tree_digest(agent_ctx, snapshot_key(spec))
+    )
+    payload = _grader_payload(spec)
+    tests: FileTree = {
+        "Dockerfile": OutFile(
+            render_template(
+                "harbor/tests/Dockerfile.jinja", instance_id=spec.task_id, agent_image=agent_image
+            )
+        ),
+        "test.sh": OutFile(
+            render_template("harbor/tests/test.sh.jinja", instance_id=spec.task_id), 0o755
+        ),
+        **payload,
+    }
+    grader_image = naming.make_image_tag(p.dataset, p.slug, "grader", tree_digest(tests))
+    files: FileTree = {
+        "task.toml": OutFile(_task_toml(spec, agent_image)),
+        "instruction.md": OutFile(
+            render_template(
+                "harbor/instruction.md.jinja",
+                instruction=spec.instruction.strip(),
+                workdir=spec.repo.workdir,
+            )
+        ),
+        "solution/solve.sh": OutFile(
+            render_template(
+                "harbor/solution/solve.sh.jinja", instance_id=spec.task_id, workdir=spec.repo.workdir
+            ),
+            0o755,
+        ),
+        "solution/gold.patch": OutFile(spec.gold_patch.encode()),
+    }
+    files.update({f"environment/{k}": v for k, v in agent_ctx.items()})
+    files.update({f"tests/{k}": v for k, v in tests.items()})
+    return HarborTask(
+        files=files,
+        manifests=_manifests(spec, agent_image, grader_image),
+        agent_image=agent_image,
+        grader_image=grader_image,
+        grader_payload=payload,
+    )

@@ -1,0 +1,180 @@
+"""Verification engines. `local` reproduces Harbor's separate-verifier protocol with the Docker
+SDK: agent container (oracle: solution/solve.sh; nop: nothing) → collect model.patch → fresh
+grader container → /tests/test.sh → reward.json. Containers are always removed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packager.build import DockerClient, labels_for, make_tar, read_tar_member
+from packager.errors import RunError
+from packager.model import RunResult, Status, TaskResult
+
+AGENT_TIMEOUT_DEFAULT = 1800
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one run needs to know about its task."""
+
+    task: str
+    agent_image: str
+    grader_image: str
+    workdir: str
+    collect: str
+    solution_dir: Path
+    grade_timeout_sec: int
+    agent_timeout_sec: int = AGENT_TIMEOUT_DEFAULT
+    network: bool = False
+
+
+@contextmanager
+def _container(client: DockerClient, image: str, task: str, role: str,
+               command: list[str], workdir: str, network: bool) -> Iterator[Any]:
+    name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
+    kwargs: dict[str, Any] = {} if network else {"network_mode": "none"}
+    container = client.containers.create(
+        image, command=command, name=name, labels=labels_for(task, role), working_dir=workdir,
+        detach=True, **kwargs,
+    )
+    try:
+        yield container
+    finally:
+        try:
+            container.remove(force=True)
+        except Exception:  # noqa: BLE001 - already gone, or the daemon is gone: nothing to undo
+            pass
+
+
+def _exec(container: Any, command: str, workdir: str, timeout: int) -> tuple[int, str]:
+    """Run a shell command in a running container with a deadline (enforced by `timeout`)."""
+    result = container.exec_run(
+        ["timeout", "--kill-after=10", str(timeout), "bash", "-c", command], workdir=workdir,
+        demux=False,
+    )
+    return int(result.exit_code), (result.output or b"").decode(errors="replace")
+
+
+def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -> bytes:
+    """Run the agent phase (oracle or nop) and return the collected model.patch."""
+    with _container(client, plan.agent_image, plan.task, f"agent-{kind}", ["sleep", "infinity"],
+                    plan.workdir, plan.network) as box:
+        box.start()
+        if kind == "oracle":
+            files = {
+                f"solution/{p.relative_to(plan.solution_dir).as_posix()}": p.read_bytes()
+                for p in sorted(plan.solution_dir.rglob("*")) if p.is_file()
+            }
+            box.put_archive("/", make_tar(files, {"solution/solve.sh": 0o755}))
+            code, out = _exec(box, "/solution/solve.sh", plan.workdir, plan.agent_timeout_sec)
+            (log_dir / "agent.txt").write_text(f"exit code {code}\n{out}")
+        code, out = _exec(box, plan.collect, plan.workdir, 120)
+        if code != 0:
+            (log_dir / "collect.txt").write_text(out)
+        stream, _ = box.get_archive("/logs/artifacts/model.patch")
+        data = read_tar_member(b"".join(stream), "model.patch")
+        return data or b""
+
+
+def run_grader_phase(client: DockerClient, plan: RunPlan, kind: str, patch: bytes,
+                     log_dir: Path) -> dict[str, Any]:
+    """Grade `patch` in a fresh grader container; return report.json (reward always present)."""
+    (log_dir / "model.patch").write_bytes(patch)
+    with _container(client, plan.grader_image, plan.task, f"grader-{kind}",
+                    ["bash", "/tests/test.sh"], plan.workdir, False) as box:
+        box.put_archive("/", make_tar({"logs/artifacts/model.patch": patch}))
+        box.start()
+        deadline = plan.grade_timeout_sec + 120
+        try:
+            status = box.wait(timeout=deadline)
+        except Exception as exc:  # requests ReadTimeout or connection errors
+            try:
+                box.kill()
+            except Exception:  # noqa: BLE001 - best effort before the report says why
+                pass
+            raise RunError(plan.task, f"grader did not finish within {deadline} s ({type(exc).__name__})",
+                           log_dir) from exc
+        (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
+        stream, _ = box.get_archive("/logs/verifier")
+        archive = b"".join(stream)
+        files = {}
+        for name in ("reward.json", "report.json", "test-output.txt"):
+            data = read_tar_member(archive, name)
+            if data is not None:
+                (log_dir / name).write_bytes(data)
+                files[name] = data
+    reward = json.loads(files["reward.json"]) if "reward.json" in files else None
+    report = json.loads(files["report.json"]) if "report.json" in files else {}
+    if not isinstance(reward, dict) or "reward" not in reward:
+        raise RunError(plan.task, f"no reward.json written (grader exit {status.get('StatusCode')})",
+                       log_dir)
+    report["reward_json"] = reward
+    return report
+
+
+def run_once(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path,
+             patch: bytes | None = None) -> RunResult:
+    """One full run: agent phase (unless a patch is given), then grading."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        if patch is None:
+            patch = run_agent_phase(client, plan, kind, log_dir)
+        report = run_grader_phase(client, plan, kind, patch, log_dir)
+    except RunError as exc:
+        return RunResult(kind=kind, reward=None, grade_status="infra_error",  # type: ignore[arg-type]
+                         reason=exc.reason, duration_sec=round(time.monotonic() - started, 3),
+                         log_dir=str(log_dir))
+    rewards = report["reward_json"]
+    subscores = {k: float(v) for k, v in rewards.items() if k != "reward"}
+    return RunResult(
+        kind=kind,  # type: ignore[arg-type]
+        reward=float(rewards["reward"]),
+        subscores=subscores,
+        grade_status=str(report.get("status", "graded")),
+        reason=report.get("reason"),
+        duration_sec=round(time.monotonic() - started, 3),
+        log_dir=str(log_dir),
+    )
+
+
+def decide_status(oracle: list[RunResult], nop: RunResult | None,
+                  expected_nop: float | None) -> tuple[Status, str | None]:
+    """The task status from its runs (see DESIGN §7)."""
+    runs = [*oracle, *([nop] if nop else [])]
+    if any(r.grade_status == "needs_judge" for r in runs):
+        return "needs_judge", "graded by a browser judge, which this version does not run yet"
+    broken = [r for r in runs if r.reward is None or r.grade_status == "infra_error"]
+    if broken:
+        return "infra_error", f"{broken[0].kind} run: {broken[0].reason}"
+    solved = [r.reward == 1.0 for r in oracle]
+    if not any(solved):
+        worst = oracle[0]
+        return "gold_failed", f"oracle reward {worst.reward} ({worst.grade_status}: {worst.reason})"
+    if not all(solved):
+        return "flaky", f"oracle rewards {[r.reward for r in oracle]}"
+    assert nop is not None and nop.reward is not None
+    if nop.reward >= 1.0:
+        return "nop_solved", "the untouched repository already scores 1.0"
+    if expected_nop is not None and abs(nop.reward - expected_nop) > 1e-6:
+        return "nop_mismatch", f"nop reward {nop.reward} != the row's base reward {expected_nop}"
+    return "verified", None
+
+
+def make_result(*, task: str, instance_id: str, dataset: str, engine: str,
+                images: dict[str, str], oracle: list[RunResult], nop: RunResult | None,
+                expected_nop: float | None, durations: dict[str, float],
+                logs: dict[str, str]) -> TaskResult:
+    """Assemble a TaskResult with its status."""
+    status, reason = decide_status(oracle, nop, expected_nop)
+    return TaskResult(task=task, instance_id=instance_id, dataset=dataset, status=status,
+                      reason=reason, engine=engine, images=images, oracle=tuple(oracle), nop=nop,
+                      expected_nop=expected_nop, durations=durations, logs=logs)

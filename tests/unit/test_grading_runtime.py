@@ -1,0 +1,345 @@
+"""grade.py end to end: a subprocess against a small real git repository and real pytest."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager.grading import grade
+
+GRADE_PY = Path(grade.__file__).resolve()
+PYTEST = f"{shlex.quote(sys.executable)} -m pytest -rA -p no:cacheprovider"
+
+CALC_BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+CALC_FIXED = CALC_BUGGY.replace("return a - b", "return a + b")
+TESTS = (
+    "from calc import add, mul\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "def test_mul():\n    assert mul(2, 3) == 6\n"
+)
+F2P = ["tests/test_calc.py::test_add"]
+P2P = ["tests/test_calc.py::test_mul"]
+
+
+def run_git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+class Task:
+    """A repository at its base commit plus a task folder holding plan.json."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.repo = root / "repo"
+        self.task = root / "task"
+        self.out = root / "logs" / "verifier" / "nested"  # created by grade.py (mkdir -p)
+        self.repo.mkdir()
+        self.task.mkdir()
+        (self.repo / "tests").mkdir()
+        (self.repo / "calc.py").write_text(CALC_BUGGY)
+        (self.repo / "tests" / "test_calc.py").write_text(TESTS)
+        (self.repo / ".gitignore").write_text("__pycache__/\nbuild/\n")
+        run_git(self.repo, "init", "-q")
+        run_git(self.repo, "add", "-A")
+        run_git(self.repo, "commit", "-q", "-m", "base")
+        self.base = run_git(self.repo, "rev-parse", "HEAD").strip()
+
+    def diff(self, files: dict[str, str]) -> str:
+        """A git diff from the base commit to the tree with ``files`` written."""
+        for name, content in files.items():
+            path = self.repo / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+        run_git(self.repo, "add", "-f", "--", *files)  # -f: ignored paths too
+        text = run_git(self.repo, "diff", "--cached", self.base)
+        run_git(self.repo, "reset", "-q", "--hard", self.base)
+        run_git(self.repo, "clean", "-fdxq")
+        return text
+
+    def plan(self, **overrides: Any) -> Path:
+        plan: dict[str, Any] = {
+            "version": 1,
+            "instance_id": "samples__calc-1",
+            "repo_dir": str(self.repo),
+            "base_commit": self.base,
+            "rule": "all_pass",
+            "parser": "pytest",
+            "test_command": f"{PYTEST} tests",
+            "timeout_sec": 120,
+            "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+            "test_patch": None,
+            "hidden_files": None,
+            "protected_paths": ["tests/**"],
+            "fail_to_pass": F2P,
+            "pass_to_pass": P2P,
+            "patch_policy": None,
+        }
+        plan.update(overrides)
+        path = self.task / "plan.json"
+        path.write_text(json.dumps(plan, indent=2))
+        return path
+
+    def grade(self, patch: str | None, **overrides: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        plan = self.plan(**overrides)
+        patch_file = self.root / "model.patch"
+        if patch is None:
+            patch_file.unlink(missing_ok=True)
+        else:
+            patch_file.write_text(patch)
+        cmd = [sys.executable, str(GRADE_PY), str(plan)]
+        cmd += ["--out", str(self.out), "--patch", str(patch_file)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        reward = json.loads((self.out / "reward.json").read_text())
+        report = json.loads((self.out / "report.json").read_text())
+        return reward, report
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> Task:
+    return Task(tmp_path)
+
+
+def test_gold_patch_scores_one(task: Task) -> None:
+    reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}))
+    assert reward == {"reward": 1.0, "fail_to_pass": 1.0, "pass_to_pass": 1.0}
+    assert report["status"] == "graded"
+    assert report["reason"] is None
+    assert report["exit_code"] == 0
+    assert report["apply"]["method"] == "git apply"
+    assert report["tests"] == {F2P[0]: "passed", P2P[0]: "passed"}
+    assert report["violations"] == []
+    assert report["instance_id"] == "samples__calc-1"
+    assert report["duration_sec"] >= 0
+    output = (task.out / "test-output.txt").read_text()
+    assert "2 passed" in output
+
+
+@pytest.mark.parametrize("patch", ["", None], ids=["empty", "missing"])
+def test_empty_or_missing_patch_scores_below_one(task: Task, patch: str | None) -> None:
+    reward, report = task.grade(patch)
+    assert reward == {"reward": 0.0, "fail_to_pass": 0.0, "pass_to_pass": 1.0}
+    assert report["status"] == "graded"
+    assert report["exit_code"] == 1
+    assert report["apply"]["method"] == "empty"
+    assert report["tests"][F2P[0]] == "failed"
+
+
+def test_patch_that_does_not_apply(task: Task) -> None:
+    bad = task.diff({"calc.py": CALC_FIXED}).replace("return a - b", "return a ^ b")
+    reward, report = task.grade(bad)
+    assert reward == {"reward": 0.0}
+    assert report["status"] == "patch_failed"
+    assert report["apply"]["method"] is None
+    assert "git apply" in report["apply"]["log"]
+    assert report["exit_code"] is None  # the tests never ran
+    assert (task.repo / "calc.py").read_text() == CALC_BUGGY  # left pristine
+
+
+def test_fuzzy_patch_applies_with_a_fallback(task: Task) -> None:
+    # Hunk header line numbers off by a lot and one context line changed: strict git apply
+    # rejects it, a fallback (3-way or patch --fuzz) still applies it.
+    gold = task.diff({"calc.py": CALC_FIXED})
+    fuzzy = gold.replace(" def add(a, b):", " def add(a,b):")
+    reward, report = task.grade(fuzzy)
+    assert report["status"] == "graded", report["apply"]["log"]
+    assert report["apply"]["method"] in ("git apply --3way", "patch")
+    assert reward["reward"] == 1.0
+
+
+def test_timeout_is_an_infra_error_with_zero_reward(task: Task) -> None:
+    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
+    reward, report = task.grade(
+        task.diff({"calc.py": CALC_FIXED}), test_command=sleeper, timeout_sec=1
+    )
+    assert reward == {"reward": 0.0}
+    assert report["status"] == "infra_error"
+    assert report["reason"] == "timeout"
+    assert report["duration_sec"] < 30
+    assert "timed out" in (task.out / "test-output.txt").read_text()
+
+
+def test_protected_test_edit_is_restored(task: Task) -> None:
+    cheat = TESTS.replace("assert add(2, 3) == 5", "assert True")
+    patch = task.diff(
+        {
+            "tests/test_calc.py": cheat,
+            "tests/conftest.py": "import pytest\n",  # not in the base commit: deleted
+        }
+    )
+    reward, report = task.grade(patch)
+    assert reward["reward"] == 0.0
+    assert report["status"] == "graded"
+    assert report["tests"][F2P[0]] == "failed"
+    restored = {v["path"] for v in report["violations"] if v["kind"] == "protected_path_restored"}
+    assert restored == {"tests/test_calc.py", "tests/conftest.py"}
+    assert (task.repo / "tests" / "test_calc.py").read_text() == TESTS
+    assert not (task.repo / "tests" / "conftest.py").exists()
+
+
+def test_gold_fix_with_protected_edit_still_scores(task: Task) -> None:
+    patch = task.diff({"calc.py": CALC_FIXED, "tests/test_calc.py": TESTS + "\n# note\n"})
+    reward, report = task.grade(patch)
+    assert reward["reward"] == 1.0
+    assert [v["path"] for v in report["violations"]] == ["tests/test_calc.py"]
+
+
+def test_policy_violation(task: Task) -> None:
+    patch = task.diff({"calc.py": CALC_FIXED, "build/out.txt": "x\n", "setup.cfg": "[x]\n"})
+    reward, report = task.grade(
+        patch, patch_policy={"allowed": ["*.py", "build/**"], "forbidden": ["build/**"]}
+    )
+    assert reward == {"reward": 0.0}
+    assert report["status"] == "policy_violation"
+    assert sorted(v["path"] for v in report["violations"]) == ["build/out.txt", "setup.cfg"]
+
+
+def test_test_patch_and_hidden_files(task: Task) -> None:
+    hidden_test = "from calc import add\n\n\ndef test_neg():\n    assert add(-1, -1) == -2\n"
+    test_patch = task.diff({"tests/test_calc.py": TESTS + "\n\ndef test_extra():\n    pass\n"})
+    (task.task / "payload").mkdir()
+    (task.task / "payload" / "test.patch").write_text(test_patch)
+    hidden = task.task / "payload" / "hidden" / "tests"
+    hidden.mkdir(parents=True)
+    (hidden / "test_hidden.py").write_text(hidden_test)
+    f2p = F2P + ["tests/test_calc.py::test_extra", "tests/test_hidden.py::test_neg"]
+    overrides: dict[str, Any] = {
+        "test_patch": "payload/test.patch",
+        "hidden_files": "payload/hidden",
+        "protected_paths": [],
+        "fail_to_pass": f2p,
+    }
+    # The candidate also edits the file the test patch touches: it is restored first.
+    gold = task.diff({"calc.py": CALC_FIXED, "tests/test_calc.py": "# wiped\n"})
+    reward, report = task.grade(gold, **overrides)
+    assert reward["reward"] == 1.0, report
+    assert report["tests"]["tests/test_hidden.py::test_neg"] == "passed"
+    assert [v["path"] for v in report["violations"]] == ["tests/test_calc.py"]
+
+    reward, report = task.grade("", **overrides)
+    assert reward["reward"] == 0.0
+    assert report["tests"]["tests/test_hidden.py::test_neg"] == "failed"
+
+
+def test_formula_rule_with_build_command(task: Task) -> None:
+    formula = {
+        "expression": "0.80 hidden + 0.15 public + 0.05*build_health",
+        "hidden_paths": ["tests/test_calc.py::test_add"],
+        "hidden_tests": [],
+        "public_tests": P2P,
+        "build_command": f"{shlex.quote(sys.executable)} -m compileall -q calc.py",
+    }
+    reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), rule="formula", formula=formula)
+    assert reward == {"reward": 1.0, "hidden": 1.0, "public": 1.0, "build_health": 1.0}
+    reward, _ = task.grade("", rule="formula", formula=dict(formula, build_command="false"))
+    assert reward == {"reward": 0.15, "hidden": 0.0, "public": 1.0, "build_health": 0.0}
+
+
+GRADER_SCRIPT = """\
+import json, os, pathlib
+repo = pathlib.Path(os.environ["REPO_DIR"])
+criteria = json.loads(pathlib.Path(os.environ["CRITERIA_FILE"]).read_text())
+fixed = "a + b" in (repo / "calc.py").read_text()
+scores = {"fix": 1.0 if fixed else 0.0, "regress": 1.0}
+reward = sum(c["weight"] * scores[c["name"]] for c in criteria) / 100
+out = dict(scores, reward=reward)
+if os.environ.get("VIA_STDOUT"):
+    print("checking...")
+    print(json.dumps(out))
+else:
+    pathlib.Path(os.environ["REWARD_FILE"]).write_text(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("via_stdout", [False, True])
+def test_script_rule(task: Task, via_stdout: bool) -> None:
+    grader = task.task / "payload" / "grader"
+    grader.mkdir(parents=True)
+    (grader / "grade.py").write_text(GRADER_SCRIPT)
+    script = {
+        "command": f"{shlex.quote(sys.executable)} grade.py",
+        "dir": "payload/grader",
+        "criteria": [{"name": "fix", "weight": 70}, {"name": "regress", "weight": 30}],
+    }
+    env = {"VIA_STDOUT": "1"} if via_stdout else {}
+    reward, report = task.grade(
+        task.diff({"calc.py": CALC_FIXED}), rule="script", script=script, test_command=None, env=env
+    )
+    assert reward == {"reward": 1.0, "fix": 1.0, "regress": 1.0}
+    assert report["exit_code"] is None  # no test command in this plan
+    reward, _ = task.grade("", rule="script", script=script, test_command=None, env=env)
+    assert reward == {"reward": 0.3, "fix": 0.0, "regress": 1.0}
+
+
+def test_script_without_reward_is_infra_error(task: Task) -> None:
+    script = {"command": "echo nothing to see", "criteria": []}
+    reward, report = task.grade("", rule="script", script=script, test_command=None)
+    assert reward == {"reward": 0.0}
+    assert report["status"] == "infra_error"
+    assert "no reward" in report["reason"]
+
+
+def test_judge_rule_needs_judge(task: Task) -> None:
+    reward, report = task.grade("", rule="judge")
+    assert reward == {"reward": 0.0}
+    assert report["status"] == "needs_judge"
+
+
+def test_forged_end_marker_does_not_truncate_output(task: Task) -> None:
+    command = (
+        f"echo '===== grading: output end 0123456789abcdef: exit code 0 ====='; {PYTEST} tests"
+    )
+    reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), test_command=command)
+    assert reward["reward"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"base_commit": "0" * 40}, {"rule": "vibes"}, {"parser": "mocha"}, {"version": 2}],
+    ids=["unknown-commit", "unknown-rule", "unknown-parser", "version"],
+)
+def test_unexpected_errors_fail_closed(task: Task, overrides: dict[str, Any]) -> None:
+    reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), **overrides)
+    assert reward == {"reward": 0.0}
+    assert report["status"] == "infra_error"
+    assert report["reason"]
+
+
+def test_unreadable_plan_fails_closed(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text("{not json")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(GRADE_PY), str(plan), "--out", str(out), "--patch", "/nonexistent"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0
+    assert json.loads((out / "reward.json").read_text()) == {"reward": 0.0}
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "infra_error"
+    assert "JSONDecodeError" in report["reason"]
+
+
+def test_write_outputs_degrades_non_finite_reward(tmp_path: Path) -> None:
+    report = grade.new_report()
+    report.update(status="graded", reason=None, reward=math.nan, subscores={"x": 1.0})
+    grade.write_outputs(tmp_path, report)
+    assert json.loads((tmp_path / "reward.json").read_text()) == {"reward": 0.0}
+    written = json.loads((tmp_path / "report.json").read_text())
+    assert written["status"] == "infra_error"
+    assert "not a finite number" in written["reason"]
