@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packager.adapters import Context, to_spec
-from packager.errors import RowError, UnknownTasksError
+from packager.errors import RepoSourceError, RowError, UnknownTasksError
 from packager.model import TaskSpec
 from packager.sources import DatasetSource, iter_rows
 
@@ -90,7 +90,10 @@ def resolve_spec(spec: TaskSpec, repo_sources: dict[str, str]) -> TaskSpec:
     if name not in repo_sources and spec.repo.reference_commit is None:
         # A remote source is only contacted when the image is built.
         return spec
-    git_dir = repos.git_dir_for(repos.source_for(name, repo_sources))
+    try:
+        git_dir = repos.git_dir_for(repos.source_for(name, repo_sources))
+    except RepoSourceError as exc:
+        raise RowError(spec.task_id, "repo", str(exc).split(": ", 2)[-1]) from exc
     for field_name, sha in (("base_commit", spec.repo.base_commit),
                             ("reference_commit", spec.repo.reference_commit)):
         if sha is not None and not repos.has_commit(git_dir, sha):

@@ -310,6 +310,9 @@ def _run_tests(
     )
     report["exit_code"] = code
     if timed_out:
+        # Scored 0 regardless; what finished before the kill is kept to help diagnose it.
+        if junit_file is None:
+            report["tests"] = parsers.parse(parser, output)
         raise Stop("infra_error", "timeout")
     if junit_file is not None:
         if not junit_file.is_file():

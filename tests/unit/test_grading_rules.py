@@ -158,7 +158,11 @@ def test_script_last_json_line_on_stdout(tmp_path: Path) -> None:
         "done\n"
     )
     report = rules.read_script_report(tmp_path / "absent.json", stdout)
-    criteria = [{"name": "fix", "weight": 50}, {"name": "edge", "weight": 30}, {"name": "regress"}]
+    criteria: list[dict[str, object]] = [
+        {"name": "fix", "weight": 50},
+        {"name": "edge", "weight": 30},
+        {"name": "regress"},
+    ]
     assert rules.script_scores(report, criteria) == (
         0.8,
         {"fix": 1.0, "edge": 0.5, "regress": 1.0},

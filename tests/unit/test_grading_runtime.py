@@ -240,7 +240,9 @@ def test_formula_rule_with_build_command(task: Task) -> None:
         "hidden_paths": ["tests/test_calc.py::test_add"],
         "hidden_tests": [],
         "public_tests": P2P,
-        "build_command": f"{shlex.quote(sys.executable)} -m compileall -q calc.py",
+        # Parse only: a .pyc written here would outlive the reset (ignored __pycache__) and,
+        # as buggy and fixed calc.py have the same size, could be reused within one second.
+        "build_command": f"{shlex.quote(sys.executable)} -c \"import ast; ast.parse(open('calc.py').read())\"",
     }
     reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), rule="formula", formula=formula)
     assert reward == {"reward": 1.0, "hidden": 1.0, "public": 1.0, "build_health": 1.0}

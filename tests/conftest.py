@@ -1,0 +1,49 @@
+"""Shared fixtures. Docker tests never skip: without an engine they fail with the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES_ROWS = ROOT / "packager" / "samples" / "rows.jsonl"
+HARBOR_PYTHON = ROOT / ".harbor" / "venv" / "bin" / "python"
+
+
+def sample_rows() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SAMPLES_ROWS.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    from packager.build import connect
+    from packager.errors import EngineUnavailableError
+
+    try:
+        client = connect()
+    except EngineUnavailableError as exc:
+        pytest.fail(f"{exc}. Fix: `make docker` (or `bash scripts/ensure-docker.sh`)", pytrace=False)
+    yield client
+
+
+@pytest.fixture(scope="session")
+def harbor_python() -> Path:
+    if not HARBOR_PYTHON.exists():
+        pytest.fail("the pinned Harbor environment is missing. Fix: `make harbor`", pytrace=False)
+    return HARBOR_PYTHON
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+    """The real `packager` command, as a user runs it."""
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "packager", *args], cwd=cwd or ROOT, env=env, text=True,
+        capture_output=True, timeout=timeout,
+    )

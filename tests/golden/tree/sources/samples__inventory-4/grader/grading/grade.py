@@ -1,0 +1,476 @@
+"""Grading runtime entry point: ``python3 grade.py PLAN [--out DIR] [--patch FILE]``.
+
+Orchestrates the steps of docs/grading.md: reset the repository, apply the candidate patch,
+check the patch policy, restore protected paths, add the hidden tests, run the test command,
+parse its output, apply the reward rule, and write ``reward.json`` and ``report.json``.
+
+It fails closed: a zero reward with status ``infra_error`` is written before anything else, so
+a crash, a kill or an unexpected exception can never leave a stale or missing reward behind.
+
+Standard library only, Python >= 3.9. Copied into grader images at ``/tests/grading/`` next to
+its sibling modules, where it runs as a script; the package import serves the unit tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from . import parsers, patching, rules
+elif __package__:
+    from . import parsers, patching, rules
+else:  # run as a script: sys.path[0] is this directory
+    import parsers
+    import patching
+    import rules
+
+DEFAULT_PATCH = "/logs/artifacts/model.patch"
+DEFAULT_OUT = "/logs/verifier"
+DEFAULT_TIMEOUT_SEC = 1800.0
+RULES = ("all_pass", "formula", "script", "judge")
+TEST_OUTPUT = "test-output.txt"
+BUILD_OUTPUT = "build-output.txt"
+GRADER_OUTPUT = "grader-output.txt"
+GRADER_STDERR = "grader-stderr.txt"
+
+Report = Dict[str, Any]
+
+
+class Stop(Exception):
+    """Grading ends early with a final status (patch_failed, policy_violation, ...)."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class Terminated(Exception):
+    """SIGTERM arrived; raised so the fail-closed path still writes the outputs."""
+
+
+def new_report() -> Report:
+    """A report in its fail-closed state: what stays on disk if grading never finishes."""
+    return {
+        "status": "infra_error",
+        "reason": "grading did not finish",
+        "reward": 0.0,
+        "subscores": {},
+        "tests": {},
+        "exit_code": None,
+        "duration_sec": 0.0,
+        "apply": {"method": None, "log": ""},
+        "violations": [],
+    }
+
+
+# ------------------------------------------------------------------------------------- outputs
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    # Write-then-rename: a reader never sees half a file, even if we are killed mid-write.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n", "utf-8")
+    os.replace(tmp, path)
+
+
+def _finite(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {value!r}")
+    return round(number, 6)
+
+
+def write_outputs(out_dir: Path, report: Report) -> None:
+    """Write report.json and reward.json (flat, finite, rounded to 6 places).
+
+    Anything that cannot be serialised degrades to a zero reward with an infra_error report,
+    and reward.json is attempted even when report.json could not be written.
+    """
+    reward: Dict[str, float] = {"reward": 0.0}
+    try:
+        try:
+            subscores = {
+                str(k): _finite(v) for k, v in report["subscores"].items() if k != "reward"
+            }
+            reward = {"reward": _finite(report["reward"]), **subscores}
+            _write_json(
+                out_dir / "report.json",
+                dict(report, reward=reward["reward"], subscores=subscores),
+            )
+        except Exception as exc:
+            reward = {"reward": 0.0}
+            fallback = new_report()
+            fallback["reason"] = f"cannot write report: {type(exc).__name__}: {exc}"
+            _write_json(out_dir / "report.json", fallback)
+    finally:
+        _write_json(out_dir / "reward.json", reward)
+
+
+# ------------------------------------------------------------------------------------ commands
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_logged(
+    command: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    log_path: Path,
+    stderr_path: Optional[Path] = None,
+) -> Tuple[int, bool, str]:
+    """Run ``command`` with the shell, its output appended to ``log_path``.
+
+    Returns (exit code, timed out, output). The runtime writes begin/end markers carrying a
+    random per-run nonce around the command's output and returns only what lies between them:
+    the command never sees the nonce, so it cannot forge the end of its own output, and whatever
+    a stray background process writes after the end marker is ignored. The whole process group
+    is killed when the command ends or times out.
+    """
+    nonce = secrets.token_hex(16)
+    begin = f"===== grading: output begin {nonce} ====="
+    end = f"===== grading: output end {nonce}"
+    shell = shutil.which("bash") or "/bin/sh"
+    with open(log_path, "ab") as log:
+        log.write(f"$ {command}\n{begin}\n".encode("utf-8", "replace"))
+        log.flush()
+        err = open(stderr_path, "ab") if stderr_path is not None else None
+        timed_out = False
+        try:
+            proc = subprocess.Popen(
+                [shell, "-c", command],
+                cwd=str(cwd),
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=err if err is not None else subprocess.STDOUT,
+                start_new_session=True,  # own process group, so one kill reaches every child
+            )
+            try:
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+                code = proc.wait()
+            finally:
+                _kill_group(proc)
+        finally:
+            if err is not None:
+                err.close()
+        note = " (timed out)" if timed_out else ""
+        log.write(f"\n{end}: exit code {code}{note} =====\n".encode())
+    text = log_path.read_bytes().decode("utf-8", "replace")
+    start = text.find(begin)
+    stop = text.find(end, start) if start >= 0 else -1
+    section = text[start + len(begin) + 1 : stop if stop >= 0 else len(text)] if start >= 0 else ""
+    return code, timed_out, section
+
+
+# ---------------------------------------------------------------------------------------- plan
+
+
+def _str_list(value: Any, field: str) -> List[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"plan: {field} must be a list of strings")
+    return list(value)
+
+
+def _plan_path(plan_dir: Path, value: Any, field: str) -> Optional[Path]:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"plan: {field} must be a path string")
+    path = plan_dir / value
+    if not path.exists():
+        raise ValueError(f"plan: {field} {value!r} does not exist")
+    return path
+
+
+def _timeout(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"plan: timeout must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _command_env(plan: Mapping[str, Any]) -> Dict[str, str]:
+    env = dict(os.environ)
+    extra = plan.get("env") or {}
+    if not isinstance(extra, dict):
+        raise ValueError("plan: env must be an object")
+    env.update({str(k): str(v) for k, v in extra.items()})
+    return env
+
+
+# -------------------------------------------------------------------------------------- grading
+
+
+def _apply_candidate(
+    repo: Path, base: str, patch_path: Path, report: Report
+) -> Tuple[str, List[str]]:
+    """Steps 1-2: reset, apply the candidate patch; return its text and touched paths."""
+    patching.reset_repo(repo, base)
+    text = ""
+    if patch_path.is_file():
+        text = patch_path.read_text(encoding="utf-8", errors="surrogateescape")
+    if not text.strip():
+        where = "empty" if patch_path.is_file() else "missing"
+        report["apply"] = {"method": "empty", "log": f"{where} patch at {patch_path}"}
+        return "", []
+    touched = patching.touched_paths(text)
+    result = patching.apply_patch(repo, base, patch_path)
+    report["apply"] = {"method": result.method, "log": result.log}
+    if not result.ok:
+        raise Stop("patch_failed", "the patch does not apply")
+    return text, touched
+
+
+def _check_policy(plan: Mapping[str, Any], touched: Sequence[str], report: Report) -> None:
+    """Step 3: every touched path allowed and none forbidden."""
+    policy = plan.get("patch_policy")
+    if not policy:
+        return
+    if not isinstance(policy, dict):
+        raise ValueError("plan: patch_policy must be an object or null")
+    allowed = _str_list(policy.get("allowed"), "patch_policy.allowed")
+    forbidden = _str_list(policy.get("forbidden"), "patch_policy.forbidden")
+    bad = patching.policy_violations(touched, allowed, forbidden)
+    if bad:
+        report["violations"].extend({"kind": "patch_policy", "path": p} for p in bad)
+        raise Stop(
+            "policy_violation", "the patch touches paths outside its policy: " + ", ".join(bad)
+        )
+
+
+def _protect_and_add_tests(
+    plan: Mapping[str, Any], plan_dir: Path, repo: Path, touched: Sequence[str], report: Report
+) -> None:
+    """Steps 4-5: restore protected paths, apply test_patch, copy hidden files."""
+    base = str(plan["base_commit"])
+    protected = _str_list(plan.get("protected_paths"), "protected_paths")
+    test_patch = _plan_path(plan_dir, plan.get("test_patch"), "test_patch")
+    test_paths: List[str] = []
+    if test_patch is not None:
+        test_text = test_patch.read_text(encoding="utf-8", errors="surrogateescape")
+        test_paths = patching.touched_paths(test_text)
+    restored = patching.restore_protected(repo, base, protected, test_paths, touched)
+    report["violations"].extend({"kind": "protected_path_restored", "path": p} for p in restored)
+    if test_patch is not None:
+        try:
+            patching.git(repo, "apply", "--whitespace=nowarn", str(test_patch.resolve()))
+        except patching.GitError as exc:
+            raise Stop("infra_error", f"test_patch does not apply: {exc}") from None
+    hidden = _plan_path(plan_dir, plan.get("hidden_files"), "hidden_files")
+    if hidden is not None:
+        if not hidden.is_dir():
+            raise ValueError("plan: hidden_files must be a directory")
+        shutil.copytree(str(hidden), str(repo), dirs_exist_ok=True, symlinks=True)
+
+
+def _run_tests(
+    plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
+) -> Dict[str, str]:
+    """Steps 6-7: run the test command, keep its exit code, parse per-test statuses."""
+    command = plan.get("test_command")
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError("plan: test_command is required for this rule")
+    parser = str(plan.get("parser") or "")
+    if parser not in parsers.PARSERS:
+        raise ValueError(f"plan: unknown parser {parser!r}")
+    junit_file: Optional[Path] = None
+    if parser == "junit" and plan.get("junit_path"):
+        junit_file = repo / str(plan["junit_path"])
+        # A report left in the tree (or shipped by the patch) must not stand in for this run's.
+        if junit_file.is_file() or junit_file.is_symlink():
+            junit_file.unlink()
+    code, timed_out, output = run_logged(
+        command, repo, _command_env(plan), timeout, out_dir / TEST_OUTPUT
+    )
+    report["exit_code"] = code
+    if timed_out:
+        # Scored 0 regardless; what finished before the kill is kept to help diagnose it.
+        if junit_file is None:
+            report["tests"] = parsers.parse(parser, output)
+        raise Stop("infra_error", "timeout")
+    if junit_file is not None:
+        if not junit_file.is_file():
+            return {}
+        output = junit_file.read_text(encoding="utf-8", errors="replace")
+    tests = parsers.parse(parser, output)
+    report["tests"] = tests
+    return tests
+
+
+def _build_health(
+    spec: Mapping[str, Any], plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float
+) -> float:
+    command = spec.get("build_command")
+    if not command:
+        return 1.0
+    code, timed_out, _ = run_logged(
+        str(command), repo, _command_env(plan), timeout, out_dir / BUILD_OUTPUT
+    )
+    return 1.0 if code == 0 and not timed_out else 0.0
+
+
+def _run_script(
+    plan: Mapping[str, Any],
+    plan_dir: Path,
+    repo: Path,
+    out_dir: Path,
+    timeout: float,
+    report: Report,
+) -> Tuple[float, Dict[str, float]]:
+    """The ``script`` rule: run the grader in GRADER_DIR and read the reward it reports."""
+    spec = plan.get("script")
+    if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
+        raise ValueError("plan: rule script needs script.command")
+    grader_dir = _plan_path(plan_dir, spec.get("dir"), "script.dir") or plan_dir
+    criteria = spec.get("criteria") or []
+    if not isinstance(criteria, list) or not all(isinstance(c, dict) for c in criteria):
+        raise ValueError("plan: script.criteria must be a list of objects")
+    scratch = Path(tempfile.mkdtemp(prefix="grading-"))  # outside the repo under test
+    try:
+        reward_file = scratch / "reward.json"
+        criteria_file = scratch / "criteria.json"
+        criteria_file.write_text(json.dumps(criteria, indent=2), encoding="utf-8")
+        env = _command_env(plan)
+        env.update(
+            {
+                "REPO_DIR": str(repo),
+                "GRADER_DIR": str(grader_dir.resolve()),
+                "REWARD_FILE": str(reward_file),
+                "CRITERIA_FILE": str(criteria_file),
+            }
+        )
+        code, timed_out, stdout = run_logged(
+            spec["command"],
+            grader_dir,
+            env,
+            _timeout(spec.get("timeout_sec"), timeout),
+            out_dir / GRADER_OUTPUT,
+            stderr_path=out_dir / GRADER_STDERR,
+        )
+        report["grader_exit_code"] = code
+        if timed_out:
+            raise Stop("infra_error", "timeout")
+        return rules.script_scores(rules.read_script_report(reward_file, stdout), criteria)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> None:
+    plan = json.loads(plan_path.read_text(encoding="utf-8"))
+    if not isinstance(plan, dict):
+        raise ValueError("plan: not a JSON object")
+    if plan.get("version") != 1:
+        raise ValueError(f"plan: unsupported version {plan.get('version')!r}")
+    report["instance_id"] = plan.get("instance_id")
+    rule = plan.get("rule")
+    report["rule"] = rule
+    if rule not in RULES:
+        raise ValueError(f"plan: unknown rule {rule!r}")
+    plan_dir = plan_path.resolve().parent
+    repo = Path(str(plan["repo_dir"]))
+    base = str(plan["base_commit"])
+    timeout = _timeout(plan.get("timeout_sec"), DEFAULT_TIMEOUT_SEC)
+
+    _, touched = _apply_candidate(repo, base, patch_path, report)
+    _check_policy(plan, touched, report)
+    _protect_and_add_tests(plan, plan_dir, repo, touched, report)
+
+    if rule == "judge":
+        raise Stop("needs_judge", "the judge rule is not implemented yet")
+    tests: Dict[str, str] = {}
+    if rule != "script" or plan.get("test_command"):
+        tests = _run_tests(plan, repo, out_dir, timeout, report)
+
+    if rule == "all_pass":
+        f2p = _str_list(plan.get("fail_to_pass"), "fail_to_pass")
+        p2p = _str_list(plan.get("pass_to_pass"), "pass_to_pass")
+        reward, subscores = rules.all_pass(tests, f2p, p2p)
+    elif rule == "formula":
+        spec = plan.get("formula")
+        if not isinstance(spec, dict):
+            raise ValueError("plan: rule formula needs a formula object")
+        health = _build_health(spec, plan, repo, out_dir, timeout)
+        reward, subscores = rules.formula(tests, spec, health)
+    else:
+        reward, subscores = _run_script(plan, plan_dir, repo, out_dir, timeout, report)
+    report.update(status="graded", reason=None, reward=reward, subscores=subscores)
+
+
+def grade(plan_path: Path, out_dir: Path, patch_path: Path) -> Report:
+    """Run every step and return the final report; never raises for a grading failure."""
+    started = time.monotonic()
+    report = new_report()
+    try:
+        _grade(plan_path, out_dir, patch_path, report)
+    except Stop as stop:
+        report.update(status=stop.status, reason=stop.reason, reward=0.0, subscores={})
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        report.update(status="infra_error", reason=reason, reward=0.0, subscores={})
+    report["duration_sec"] = round(time.monotonic() - started, 3)
+    return report
+
+
+def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
+    raise Terminated(f"terminated by signal {signum}")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """CLI entry point; exit status 0 whenever reward.json was written."""
+    ap = argparse.ArgumentParser(description="Grade a candidate patch against a plan.json.")
+    ap.add_argument("plan", type=Path, help="path to plan.json")
+    ap.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help="output directory")
+    ap.add_argument("--patch", type=Path, default=Path(DEFAULT_PATCH), help="candidate patch")
+    args = ap.parse_args(argv)
+    out_dir: Path = args.out
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in (TEST_OUTPUT, BUILD_OUTPUT, GRADER_OUTPUT, GRADER_STDERR):
+            (out_dir / stale).unlink(missing_ok=True)
+        write_outputs(out_dir, new_report())  # fail closed before doing anything else
+    except Exception as exc:
+        print(f"grading: cannot write to {out_dir}: {exc}", file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        report = grade(args.plan, out_dir, args.patch)
+    except BaseException as exc:  # Terminated/KeyboardInterrupt between steps
+        report = new_report()
+        report["reason"] = f"{type(exc).__name__}: {exc}"
+    try:
+        write_outputs(out_dir, report)
+    except Exception as exc:
+        print(f"grading: cannot write outputs: {exc}", file=sys.stderr)
+        return 1
+    print(f"grading: status={report['status']} reward={report['reward']} reason={report['reason']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,6 @@
+#!/bin/bash
+# Reference solution for samples__textkit-1: applies gold.patch in the working tree.
+set -euo pipefail
+cd /testbed
+here=$(dirname "$0")
+git apply --whitespace=nowarn "$here/gold.patch" || patch --batch --forward -p1 < "$here/gold.patch"

@@ -1,0 +1,12 @@
+#!/bin/bash
+# Grades /logs/artifacts/model.patch against the hidden tests of samples__textkit-1.
+# Harbor ignores this script's exit code and reads /logs/verifier/reward.json, so a reward is
+# written whatever happens: the runtime writes it, and if the runtime itself dies, this does.
+mkdir -p /logs/verifier
+python3 /tests/grading/grade.py /tests/plan.json "$@"
+status=$?
+if [ ! -s /logs/verifier/reward.json ]; then
+  printf '{"reward": 0}\n' > /logs/verifier/reward.json
+  printf '{"status": "infra_error", "reason": "grading runtime exited %s without a reward", "reward": 0}\n' "$status" > /logs/verifier/report.json
+fi
+exit 0
