@@ -92,7 +92,9 @@ def labels_for(task: str, role: str, *, container: bool = True) -> dict[str, str
 def remove_run_containers(client: DockerClient) -> int:
     """Force-remove every container this process started (after Ctrl-C); returns the count."""
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"}):
+    for container in client.containers.list(
+        all=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"}
+    ):
         try:
             container.remove(force=True)
             removed += 1
@@ -124,8 +126,14 @@ def build_image(
         try:
             with log_path.open("w", encoding="utf-8") as log:
                 for chunk in client.api.build(
-                    path=str(context), tag=tag, labels=labels_for(task, role, container=False), rm=True,
-                    forcerm=True, decode=True, buildargs=buildargs or {}, pull=False,
+                    path=str(context),
+                    tag=tag,
+                    labels=labels_for(task, role, container=False),
+                    rm=True,
+                    forcerm=True,
+                    decode=True,
+                    buildargs=buildargs or {},
+                    pull=False,
                 ):
                     if "stream" in chunk:
                         log.write(chunk["stream"])
@@ -163,8 +171,15 @@ def ca_base_image(client: DockerClient, base: str, ca_bundle: Path, log_dir: Pat
             "    REQUESTS_CA_BUNDLE=/usr/local/share/ca-certificates/packager-extra-ca.crt \\\n"
             "    NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/packager-extra-ca.crt\n"
         )
-        build_image(client, task="ca-base", role="ca", context=ctx, tag=tag,
-                    log_path=log_dir / "ca-base.log", timeout_sec=600)
+        build_image(
+            client,
+            task="ca-base",
+            role="ca",
+            context=ctx,
+            tag=tag,
+            log_path=log_dir / "ca-base.log",
+            timeout_sec=600,
+        )
     return tag
 
 
@@ -174,7 +189,8 @@ def with_base_override(dockerfile: str) -> str:
     for i, line in enumerate(lines):
         words = line.split()
         if words and words[0].upper() == "FROM":
-            lines[i] = f"ARG PACKAGER_BASE={words[1]}\nFROM ${{PACKAGER_BASE}}{line[line.index(words[1]) + len(words[1]):]}"
+            rest = line[line.index(words[1]) + len(words[1]) :]
+            lines[i] = f"ARG PACKAGER_BASE={words[1]}\nFROM ${{PACKAGER_BASE}}{rest}"
             break
     return "".join(lines)
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from packager.errors import PackagerError
+
+if TYPE_CHECKING:
+    from packager.model import TaskResult
+    from packager.pipeline import Selection
 
 app = typer.Typer(
     add_completion=False,
@@ -28,7 +32,8 @@ app = typer.Typer(
 DatasetOpt = Annotated[
     str | None,
     typer.Option(
-        "--dataset", "-d",
+        "--dataset",
+        "-d",
         help="Rows to read: 'samples' (default), a .jsonl/.json/.parquet file, a downloaded "
         "dataset folder, or a hub id owner/name.",
     ),
@@ -36,7 +41,9 @@ DatasetOpt = Annotated[
 SplitOpt = Annotated[str, typer.Option("--split", help="Dataset split to read.")]
 SchemaOpt = Annotated[
     str | None,
-    typer.Option("--schema", help="Skip schema detection: swebench, swe-rebench, ec-swe, pdl, sweeper."),
+    typer.Option(
+        "--schema", help="Skip schema detection: swebench, swe-rebench, ec-swe, pdl, sweeper."
+    ),
 ]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output folder.")]
 RepoSourceOpt = Annotated[
@@ -57,9 +64,13 @@ def _fail(exc: PackagerError) -> NoReturn:
 
 
 def _selection(
-    tasks: list[str] | None, all_tasks: bool, dataset: str | None, split: str,
-    schema: str | None, repo_source: list[str] | None,
-):  # type: ignore[no-untyped-def]
+    tasks: list[str] | None,
+    all_tasks: bool,
+    dataset: str | None,
+    split: str,
+    schema: str | None,
+    repo_source: list[str] | None,
+) -> Selection:
     from packager.pipeline import Selection
     from packager.repos import parse_repo_source_options
     from packager.sources import open_dataset
@@ -78,7 +89,9 @@ def _selection(
 
 
 @app.command("list")
-def list_command(dataset: DatasetOpt = None, split: SplitOpt = "test", schema: SchemaOpt = None) -> None:
+def list_command(
+    dataset: DatasetOpt = None, split: SplitOpt = "test", schema: SchemaOpt = None
+) -> None:
     """List the rows of a dataset: instance id, schema, language."""
     from packager.adapters import detect_schema
     from packager.sources import iter_rows, open_dataset
@@ -121,16 +134,26 @@ def render_command(
 WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="Tasks worked on at once.")]
 CaOpt = Annotated[
     Path | None,
-    typer.Option("--ca-bundle", exists=True, dir_okay=False,
-                 help="Extra CA bundle trusted inside builds (TLS-intercepting proxies)."),
+    typer.Option(
+        "--ca-bundle",
+        exists=True,
+        dir_okay=False,
+        help="Extra CA bundle trusted inside builds (TLS-intercepting proxies).",
+    ),
 ]
 BuildTimeoutOpt = Annotated[float, typer.Option("--build-timeout", help="Seconds per image build.")]
 OracleRunsOpt = Annotated[int, typer.Option("--oracle-runs", min=1, help="Oracle runs per task.")]
 
 
 def _run_tasks(
-    sel, out: Path, *, verify: bool, workers: int, ca_bundle: Path | None,  # type: ignore[no-untyped-def]
-    build_timeout: float, oracle_runs: int,
+    sel: Selection,
+    out: Path,
+    *,
+    verify: bool,
+    workers: int,
+    ca_bundle: Path | None,
+    build_timeout: float,
+    oracle_runs: int,
 ) -> int:
     """Render, then build (and verify) every selected task; print the table; return exit code."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -155,15 +178,29 @@ def _run_tasks(
     client = build.connect()
     opts = BuildOptions(timeout_sec=build_timeout, ca_bundle=ca_bundle)
     results: list[TaskResult] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
     try:
-        with Progress(*columns, console=console, transient=False) as progress, \
-                ThreadPoolExecutor(max_workers=workers) as pool:
+        with (
+            Progress(*columns, console=console, transient=False) as progress,
+            ThreadPoolExecutor(max_workers=workers) as pool,
+        ):
             bar = progress.add_task("build + verify" if verify else "build", total=len(specs))
             futures = {
-                pool.submit(package_one, spec, paths, sel.merged_repo_sources, build_opts=opts,
-                            verify=verify, oracle_runs=oracle_runs, client=client): spec
+                pool.submit(
+                    package_one,
+                    spec,
+                    paths,
+                    sel.merged_repo_sources,
+                    build_opts=opts,
+                    verify=verify,
+                    oracle_runs=oracle_runs,
+                    client=client,
+                ): spec
                 for spec in specs
             }
             for future in as_completed(futures):
@@ -171,8 +208,10 @@ def _run_tasks(
                 assert isinstance(result, TaskResult)
                 write_result(paths, result)
                 results.append(result)
-                progress.console.print(f"{result.instance_id}: {result.status}"
-                                       + (f" ({result.reason})" if result.reason else ""))
+                progress.console.print(
+                    f"{result.instance_id}: {result.status}"
+                    + (f" ({result.reason})" if result.reason else "")
+                )
                 progress.advance(bar)
     except KeyboardInterrupt:
         removed = build.remove_run_containers(client)
@@ -185,7 +224,7 @@ def _run_tasks(
     return 0 if all(r.status in good for r in results) else 1
 
 
-def _print_table(results) -> None:  # type: ignore[no-untyped-def]
+def _print_table(results: list[TaskResult]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -199,16 +238,29 @@ def _print_table(results) -> None:  # type: ignore[no-untyped-def]
 
 @app.command("build")
 def build_command(
-    tasks: TasksArg = None, all_tasks: AllOpt = False, dataset: DatasetOpt = None,
-    split: SplitOpt = "test", schema: SchemaOpt = None, out: OutOpt = Path("build"),
-    repo_source: RepoSourceOpt = None, workers: WorkersOpt = 1, ca_bundle: CaOpt = None,
+    tasks: TasksArg = None,
+    all_tasks: AllOpt = False,
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    schema: SchemaOpt = None,
+    out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None,
+    workers: WorkersOpt = 1,
+    ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
 ) -> None:
     """Render, then build each task's agent image and grader image (cached by content hash)."""
     try:
         sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
-        code = _run_tasks(sel, out, verify=False, workers=workers, ca_bundle=ca_bundle,
-                          build_timeout=build_timeout, oracle_runs=1)
+        code = _run_tasks(
+            sel,
+            out,
+            verify=False,
+            workers=workers,
+            ca_bundle=ca_bundle,
+            build_timeout=build_timeout,
+            oracle_runs=1,
+        )
     except PackagerError as exc:
         _fail(exc)
     raise typer.Exit(code)
@@ -216,16 +268,30 @@ def build_command(
 
 @app.command("package")
 def package_command(
-    tasks: TasksArg = None, all_tasks: AllOpt = False, dataset: DatasetOpt = None,
-    split: SplitOpt = "test", schema: SchemaOpt = None, out: OutOpt = Path("build"),
-    repo_source: RepoSourceOpt = None, workers: WorkersOpt = 1, ca_bundle: CaOpt = None,
-    build_timeout: BuildTimeoutOpt = 1800.0, oracle_runs: OracleRunsOpt = 2,
+    tasks: TasksArg = None,
+    all_tasks: AllOpt = False,
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    schema: SchemaOpt = None,
+    out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None,
+    workers: WorkersOpt = 1,
+    ca_bundle: CaOpt = None,
+    build_timeout: BuildTimeoutOpt = 1800.0,
+    oracle_runs: OracleRunsOpt = 2,
 ) -> None:
     """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0)."""
     try:
         sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
-        code = _run_tasks(sel, out, verify=True, workers=workers, ca_bundle=ca_bundle,
-                          build_timeout=build_timeout, oracle_runs=oracle_runs)
+        code = _run_tasks(
+            sel,
+            out,
+            verify=True,
+            workers=workers,
+            ca_bundle=ca_bundle,
+            build_timeout=build_timeout,
+            oracle_runs=oracle_runs,
+        )
     except PackagerError as exc:
         _fail(exc)
     raise typer.Exit(code)
@@ -233,14 +299,23 @@ def package_command(
 
 @app.command("verify")
 def verify_command(
-    tasks: TasksArg = None, all_tasks: AllOpt = False, dataset: DatasetOpt = None,
-    split: SplitOpt = "test", schema: SchemaOpt = None, out: OutOpt = Path("build"),
-    repo_source: RepoSourceOpt = None, workers: WorkersOpt = 1,
+    tasks: TasksArg = None,
+    all_tasks: AllOpt = False,
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    schema: SchemaOpt = None,
+    out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None,
+    workers: WorkersOpt = 1,
     engine: Annotated[str, typer.Option("--engine", help="Verification engine: local.")] = "local",
     patch: Annotated[
         Path | None,
-        typer.Option("--patch", exists=True, dir_okay=False,
-                     help="Grade this candidate patch instead; prints one JSON object."),
+        typer.Option(
+            "--patch",
+            exists=True,
+            dir_okay=False,
+            help="Grade this candidate patch instead; prints one JSON object.",
+        ),
     ] = None,
     oracle_runs: OracleRunsOpt = 2,
 ) -> None:
@@ -252,8 +327,15 @@ def verify_command(
     try:
         sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
         if patch is None:
-            code = _run_tasks(sel, out, verify=True, workers=workers, ca_bundle=None,
-                              build_timeout=1800.0, oracle_runs=oracle_runs)
+            code = _run_tasks(
+                sel,
+                out,
+                verify=True,
+                workers=workers,
+                ca_bundle=None,
+                build_timeout=1800.0,
+                oracle_runs=oracle_runs,
+            )
             raise typer.Exit(code)
         from packager import build
         from packager.pipeline import BuildOptions, OutputPaths, build_task, render_selection
@@ -269,24 +351,43 @@ def verify_command(
         built = build_task(client, spec, paths, sel.merged_repo_sources, BuildOptions())
         plan = RunPlan(
             task=f"{spec.provenance.dataset}/{spec.provenance.slug}",
-            agent_image=str(built["agent_image"]), grader_image=str(built["grader_image"]),
-            workdir=spec.repo.workdir, collect=collect_command(spec),
+            agent_image=str(built["agent_image"]),
+            grader_image=str(built["grader_image"]),
+            workdir=spec.repo.workdir,
+            collect=collect_command(spec),
             solution_dir=paths.task_dir(spec.provenance.slug) / "solution",
             grade_timeout_sec=spec.grading.timeout_sec,
         )
-        run = run_once(client, plan, "patch", paths.log_dir(spec.provenance.slug) / "patch",
-                       patch=patch.read_bytes())
+        run = run_once(
+            client,
+            plan,
+            "patch",
+            paths.log_dir(spec.provenance.slug) / "patch",
+            patch=patch.read_bytes(),
+        )
     except PackagerError as exc:
         _fail(exc)
-    typer.echo(json.dumps({"task": spec.task_id, "reward": run.reward, "subscores": run.subscores,
-                           "status": run.grade_status, "reason": run.reason,
-                           "log_dir": run.log_dir}, sort_keys=True))
+    typer.echo(
+        json.dumps(
+            {
+                "task": spec.task_id,
+                "reward": run.reward,
+                "subscores": run.subscores,
+                "status": run.grade_status,
+                "reason": run.reason,
+                "log_dir": run.log_dir,
+            },
+            sort_keys=True,
+        )
+    )
     raise typer.Exit(0 if run.reward is not None else 1)
 
 
 @app.command("report")
 def report_command(
-    dataset: DatasetOpt = None, split: SplitOpt = "test", out: OutOpt = Path("build"),
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    out: OutOpt = Path("build"),
 ) -> None:
     """Summarise the latest results of a dataset (terminal table and report.md)."""
     from packager.pipeline import OutputPaths, read_results, write_report

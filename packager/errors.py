@@ -1,14 +1,14 @@
 """The exception tree. Every error carries plain data; the CLI turns them into exit codes.
 
-    PackagerError                    exit 1 unless a subclass says otherwise
-    ├── InputError                   exit 2: the dataset or the command line is wrong
-    │   ├── RowError                 one row: names the task and the field
-    │   ├── UnknownTasksError        TASK ids not in the dataset (lists them all)
-    │   └── DatasetError             the dataset cannot be read or its schema is unknown
-    ├── RepoSourceError              a repository cannot be fetched or lacks a commit
-    ├── EngineUnavailableError       no Docker engine answers (the message says how to start one)
-    ├── BuildError                   an image failed to build (carries the log path)
-    └── RunError                     a container run failed for an infrastructure reason
+PackagerError                    exit 1 unless a subclass says otherwise
+├── InputError                   exit 2: the dataset or the command line is wrong
+│   ├── RowError                 one row: names the task and the field
+│   ├── UnknownTasksError        TASK ids not in the dataset (lists them all)
+│   └── DatasetError             the dataset cannot be read or its schema is unknown
+├── RepoSourceError              a repository cannot be fetched or lacks a commit
+├── EngineUnavailableError       no Docker engine answers (the message says how to start one)
+├── BuildError                   an image failed to build (carries the log path)
+└── RunError                     a container run failed for an infrastructure reason
 """
 
 from __future__ import annotations

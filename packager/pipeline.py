@@ -7,11 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packager.adapters import Context, to_spec
 from packager.errors import RepoSourceError, RowError, UnknownTasksError
 from packager.model import TaskSpec
 from packager.sources import DatasetSource, iter_rows
+
+if TYPE_CHECKING:
+    from packager.build import DockerClient
+    from packager.model import TaskResult
 
 
 @dataclass(frozen=True)
@@ -94,10 +99,14 @@ def resolve_spec(spec: TaskSpec, repo_sources: dict[str, str]) -> TaskSpec:
         git_dir = repos.git_dir_for(repos.source_for(name, repo_sources))
     except RepoSourceError as exc:
         raise RowError(spec.task_id, "repo", str(exc).split(": ", 2)[-1]) from exc
-    for field_name, sha in (("base_commit", spec.repo.base_commit),
-                            ("reference_commit", spec.repo.reference_commit)):
+    for field_name, sha in (
+        ("base_commit", spec.repo.base_commit),
+        ("reference_commit", spec.repo.reference_commit),
+    ):
         if sha is not None and not repos.has_commit(git_dir, sha):
-            raise RowError(spec.task_id, field_name, f"commit {sha} not found in repo source for {name}")
+            raise RowError(
+                spec.task_id, field_name, f"commit {sha} not found in repo source for {name}"
+            )
     if spec.repo.reference_commit is not None and spec.gold_patch is None:
         diff = repos.read_diff(git_dir, spec.repo.base_commit, spec.repo.reference_commit)
         if not diff.strip():
@@ -110,7 +119,8 @@ def render_selection(
     sel: Selection, out: Path, on_task: Callable[[TaskSpec], None] | None = None
 ) -> list[TaskSpec]:
     """Validate every selected row first (nothing is written if one is bad), then write each
-    task's folders atomically. Returns the written specs' ids in order (as specs)."""
+    task's folders atomically. Returns the written specs' ids in order (as specs).
+    """
     from packager.targets.harbor import make_harbor_task
     from packager.targets.hud import make_hud_files
     from packager.write import write_tree
@@ -130,7 +140,9 @@ def render_selection(
         task = make_harbor_task(resolved)
         slug = resolved.provenance.slug
         hud = make_hud_files(
-            resolved, dataset=sel.dataset.name, agent_image=task.agent_image,
+            resolved,
+            dataset=sel.dataset.name,
+            agent_image=task.agent_image,
             grader_payload=task.grader_payload,
         )
         write_tree(paths.task_dir(slug), task.files)
@@ -158,11 +170,17 @@ class BuildOptions:
     ca_bundle: Path | None = None
 
 
-def build_task(client: object, spec: TaskSpec, paths: OutputPaths, repo_sources: dict[str, str],
-               opts: BuildOptions) -> dict[str, object]:
+def build_task(
+    client: DockerClient,
+    spec: TaskSpec,
+    paths: OutputPaths,
+    repo_sources: dict[str, str],
+    opts: BuildOptions,
+) -> dict[str, object]:
     """Snapshot the repository into the agent context, then build agent and grader images.
 
-    Returns a summary dict (tags, built or cached, durations, log paths)."""
+    Returns a summary dict (tags, built or cached, durations, log paths).
+    """
     import shutil
     import tempfile
 
@@ -174,33 +192,47 @@ def build_task(client: object, spec: TaskSpec, paths: OutputPaths, repo_sources:
     task_dir = paths.task_dir(slug)
     logs = paths.log_dir(slug)
     label = f"{spec.provenance.dataset}/{slug}"
-    outcome: dict[str, object] = {"agent_image": task.agent_image, "grader_image": task.grader_image}
+    outcome: dict[str, object] = {
+        "agent_image": task.agent_image,
+        "grader_image": task.grader_image,
+    }
     buildargs: dict[str, str] = {}
-    if not build.image_exists(client, task.agent_image):  # type: ignore[arg-type]
+    if not build.image_exists(client, task.agent_image):
         with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
             snap = Path(tmp) / "repo"
             git_dir = None
             if spec.repo.files is None:
                 git_dir = repos.git_dir_for(repos.source_for(spec.repo.name, repo_sources))
                 if not repos.has_commit(git_dir, spec.repo.base_commit):
-                    raise RowError(spec.task_id, "base_commit",
-                                   f"commit {spec.repo.base_commit} not found in repo source")
-            repos.write_snapshot_repo(snap, git_dir=git_dir, base_commit=spec.repo.base_commit,
-                                      files=spec.repo.files)
+                    raise RowError(
+                        spec.task_id,
+                        "base_commit",
+                        f"commit {spec.repo.base_commit} not found in repo source",
+                    )
+            repos.write_snapshot_repo(
+                snap, git_dir=git_dir, base_commit=spec.repo.base_commit, files=spec.repo.files
+            )
             repos.write_snapshot_tar(snap, task_dir / "environment" / SNAPSHOT_FILE)
         context = task_dir / "environment"
         if opts.ca_bundle is not None:
             dockerfile = (context / "Dockerfile").read_text()
             base = build.first_from(dockerfile)
-            buildargs["PACKAGER_BASE"] = build.ca_base_image(client, base, opts.ca_bundle, logs)  # type: ignore[arg-type]
+            buildargs["PACKAGER_BASE"] = build.ca_base_image(client, base, opts.ca_bundle, logs)
             ca_ctx = Path(tempfile.mkdtemp(prefix="packager-ctx-"))
             shutil.copytree(context, ca_ctx, dirs_exist_ok=True)
             (ca_ctx / "Dockerfile").write_text(build.with_base_override(dockerfile))
             context = ca_ctx
         try:
-            agent = build.build_image(client, task=label, role="agent", context=context,  # type: ignore[arg-type]
-                                      tag=task.agent_image, log_path=logs / "build-agent.log",
-                                      timeout_sec=opts.timeout_sec, buildargs=buildargs)
+            agent = build.build_image(
+                client,
+                task=label,
+                role="agent",
+                context=context,
+                tag=task.agent_image,
+                log_path=logs / "build-agent.log",
+                timeout_sec=opts.timeout_sec,
+                buildargs=buildargs,
+            )
         finally:
             if context != task_dir / "environment":
                 shutil.rmtree(context, ignore_errors=True)
@@ -209,9 +241,15 @@ def build_task(client: object, spec: TaskSpec, paths: OutputPaths, repo_sources:
         outcome["agent_log"] = str(agent.log_path)
     else:
         outcome["agent_built"] = False
-    grader = build.build_image(client, task=label, role="grader", context=task_dir / "tests",  # type: ignore[arg-type]
-                               tag=task.grader_image, log_path=logs / "build-grader.log",
-                               timeout_sec=opts.timeout_sec)
+    grader = build.build_image(
+        client,
+        task=label,
+        role="grader",
+        context=task_dir / "tests",
+        tag=task.grader_image,
+        log_path=logs / "build-grader.log",
+        timeout_sec=opts.timeout_sec,
+    )
     outcome["grader_built"] = grader.built
     outcome["grader_build_sec"] = round(grader.duration_sec, 3)
     if grader.log_path:
@@ -219,10 +257,17 @@ def build_task(client: object, spec: TaskSpec, paths: OutputPaths, repo_sources:
     return outcome
 
 
-def verify_task(client: object, spec: TaskSpec, paths: OutputPaths, *, oracle_runs: int = 2,
-                images: dict[str, str], engine: str = "local",
-                durations: dict[str, float] | None = None,
-                extra_logs: dict[str, str] | None = None) -> object:
+def verify_task(
+    client: DockerClient,
+    spec: TaskSpec,
+    paths: OutputPaths,
+    *,
+    oracle_runs: int = 2,
+    images: dict[str, str],
+    engine: str = "local",
+    durations: dict[str, float] | None = None,
+    extra_logs: dict[str, str] | None = None,
+) -> TaskResult:
     """Run the oracle `oracle_runs` times and the nop once; return the TaskResult."""
     from packager.targets.harbor import collect_command
     from packager.verify import RunPlan, make_result, run_once
@@ -240,19 +285,34 @@ def verify_task(client: object, spec: TaskSpec, paths: OutputPaths, *, oracle_ru
         agent_timeout_sec=spec.agent_timeout_sec,
         network=spec.environment.network,
     )
-    oracle = [run_once(client, plan, "oracle", logs / f"oracle-{i + 1}")  # type: ignore[arg-type]
-              for i in range(oracle_runs)]
-    nop = run_once(client, plan, "nop", logs / "nop")  # type: ignore[arg-type]
+    oracle = [
+        run_once(client, plan, "oracle", logs / f"oracle-{i + 1}") for i in range(oracle_runs)
+    ]
+    nop = run_once(client, plan, "nop", logs / "nop")
     return make_result(
-        task=slug, instance_id=spec.task_id, dataset=spec.provenance.dataset, engine=engine,
-        images=images, oracle=oracle, nop=nop, expected_nop=spec.expectations.nop_reward,
-        durations=durations or {}, logs={"dir": str(logs), **(extra_logs or {})},
+        task=slug,
+        instance_id=spec.task_id,
+        dataset=spec.provenance.dataset,
+        engine=engine,
+        images=images,
+        oracle=oracle,
+        nop=nop,
+        expected_nop=spec.expectations.nop_reward,
+        durations=durations or {},
+        logs={"dir": str(logs), **(extra_logs or {})},
     )
 
 
-def package_one(spec: TaskSpec, paths: OutputPaths, repo_sources: dict[str, str], *,
-                build_opts: BuildOptions, verify: bool, oracle_runs: int,
-                client: object) -> object:
+def package_one(
+    spec: TaskSpec,
+    paths: OutputPaths,
+    repo_sources: dict[str, str],
+    *,
+    build_opts: BuildOptions,
+    verify: bool,
+    oracle_runs: int,
+    client: DockerClient,
+) -> TaskResult:
     """Build and (optionally) verify one task; every failure becomes this task's result."""
     import time
 
@@ -260,55 +320,98 @@ def package_one(spec: TaskSpec, paths: OutputPaths, repo_sources: dict[str, str]
     from packager.model import TaskResult
 
     slug = spec.provenance.slug
-    base = {"task": slug, "instance_id": spec.task_id, "dataset": spec.provenance.dataset,
-            "engine": "local", "expected_nop": spec.expectations.nop_reward}
+    base = {
+        "task": slug,
+        "instance_id": spec.task_id,
+        "dataset": spec.provenance.dataset,
+        "engine": "local",
+        "expected_nop": spec.expectations.nop_reward,
+    }
     started = time.monotonic()
     try:
         built = build_task(client, spec, paths, repo_sources, build_opts)
     except BuildError as exc:
-        return TaskResult(**base, status="build_failed", reason=str(exc),  # type: ignore[arg-type]
-                          logs={"dir": str(paths.log_dir(slug)), "build": str(exc.log_path)})
+        return TaskResult(
+            **base,
+            status="build_failed",
+            reason=str(exc),
+            logs={"dir": str(paths.log_dir(slug)), "build": str(exc.log_path)},
+        )
     except (RepoSourceError, RowError) as exc:
-        return TaskResult(**base, status="build_failed", reason=str(exc),  # type: ignore[arg-type]
-                          logs={"dir": str(paths.log_dir(slug))})
+        return TaskResult(
+            **base,
+            status="build_failed",
+            reason=str(exc),
+            logs={"dir": str(paths.log_dir(slug))},
+        )
     except PackagerError as exc:
-        return TaskResult(**base, status="infra_error", reason=str(exc),  # type: ignore[arg-type]
-                          logs={"dir": str(paths.log_dir(slug))})
+        return TaskResult(
+            **base,
+            status="infra_error",
+            reason=str(exc),
+            logs={"dir": str(paths.log_dir(slug))},
+        )
     images = {"agent": str(built["agent_image"]), "grader": str(built["grader_image"])}
     durations = {"build": round(time.monotonic() - started, 3)}
     logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
     if spec.grading.rule == "judge":
-        return TaskResult(**base, status="needs_judge", images=images,  # type: ignore[arg-type]
-                          reason="graded by browser workflows judged by a model; that verifier "
-                          "is not implemented yet, so oracle and nop are not run",
-                          durations=durations, logs={"dir": str(paths.log_dir(slug)), **logs})
+        return TaskResult(
+            **base,
+            status="needs_judge",
+            images=images,
+            reason="graded by browser workflows judged by a model; that verifier "
+            "is not implemented yet, so oracle and nop are not run",
+            durations=durations,
+            logs={"dir": str(paths.log_dir(slug)), **logs},
+        )
     if not verify:
-        return TaskResult(**base, status="built", images=images, durations=durations,  # type: ignore[arg-type]
-                          logs={"dir": str(paths.log_dir(slug)), **logs})
+        return TaskResult(
+            **base,
+            status="built",
+            images=images,
+            durations=durations,
+            logs={"dir": str(paths.log_dir(slug)), **logs},
+        )
     try:
-        return verify_task(client, spec, paths, oracle_runs=oracle_runs, images=images,
-                           durations=durations, extra_logs=logs)
+        return verify_task(
+            client,
+            spec,
+            paths,
+            oracle_runs=oracle_runs,
+            images=images,
+            durations=durations,
+            extra_logs=logs,
+        )
     except PackagerError as exc:
-        return TaskResult(**base, status="infra_error", reason=str(exc), images=images,  # type: ignore[arg-type]
-                          durations=durations, logs={"dir": str(paths.log_dir(slug)), **logs})
+        return TaskResult(
+            **base,
+            status="infra_error",
+            reason=str(exc),
+            images=images,
+            durations=durations,
+            logs={"dir": str(paths.log_dir(slug)), **logs},
+        )
     except Exception as exc:  # noqa: BLE001 - docker/requests errors: the daemon went away
-        return TaskResult(**base, status="infra_error", images=images,  # type: ignore[arg-type]
-                          reason=f"{type(exc).__name__}: {exc}", durations=durations,
-                          logs={"dir": str(paths.log_dir(slug)), **logs})
+        return TaskResult(
+            **base,
+            status="infra_error",
+            images=images,
+            reason=f"{type(exc).__name__}: {exc}",
+            durations=durations,
+            logs={"dir": str(paths.log_dir(slug)), **logs},
+        )
 
 
-def write_result(paths: OutputPaths, result: object) -> Path:
+def write_result(paths: OutputPaths, result: TaskResult) -> Path:
     """results/<task>.json, atomically."""
-    from packager.model import TaskResult
     from packager.write import write_json
 
-    assert isinstance(result, TaskResult)
     target = paths.result_file(result.task)
     write_json(target, result.model_dump(mode="json"))
     return target
 
 
-def read_results(paths: OutputPaths) -> list[object]:
+def read_results(paths: OutputPaths) -> list[TaskResult]:
     """Every results/<task>.json of a dataset, sorted by task."""
     from packager.model import TaskResult
 
@@ -320,10 +423,9 @@ def read_results(paths: OutputPaths) -> list[object]:
 
 def write_report(paths: OutputPaths) -> Path:
     """report.md from every result of the dataset."""
-    from packager.model import TaskResult
     from packager.report import make_markdown
     from packager.write import write_text
 
-    results = [r for r in read_results(paths) if isinstance(r, TaskResult)]
+    results = read_results(paths)
     write_text(paths.report_file, make_markdown(paths.dataset, results))
     return paths.report_file

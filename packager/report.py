@@ -23,7 +23,9 @@ def table_rows(results: Iterable[TaskResult]) -> list[list[str]]:
             nop += f" (expect {r.expected_nop:.3f})"
         runs: list[RunResult] = [*r.oracle, *([r.nop] if r.nop else [])]
         seconds = sum(x.duration_sec for x in runs) + sum(r.durations.values())
-        rows.append([r.instance_id, r.status, oracle, nop, f"{seconds:.1f}", r.logs.get("dir", "-")])
+        rows.append(
+            [r.instance_id, r.status, oracle, nop, f"{seconds:.1f}", r.logs.get("dir", "-")]
+        )
     return rows
 
 

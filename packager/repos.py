@@ -34,7 +34,9 @@ _GIT_ENV = {
 }
 
 
-def _git(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    *args: str, cwd: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, **_GIT_ENV}
     return subprocess.run(
         ["git", *args], cwd=cwd, env=env, capture_output=True, check=check, timeout=600
@@ -67,7 +69,9 @@ def parse_repo_source_options(values: list[str]) -> dict[str, str]:
     for value in values:
         name, sep, location = value.partition("=")
         if not sep or "/" not in name or not location:
-            raise RepoSourceError("<cli>", "--repo-source", f"expected OWNER/NAME=LOCATION, got {value!r}")
+            raise RepoSourceError(
+                "<cli>", "--repo-source", f"expected OWNER/NAME=LOCATION, got {value!r}"
+            )
         mapping[name] = location
     return mapping
 
@@ -99,7 +103,9 @@ def git_dir_for(source: RepoSource, cache_dir: Path | None = None) -> Path:
         if result.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise RepoSourceError(
-                source.name, "repo", f"cannot clone {location}: {result.stderr.decode().strip()[-300:]}"
+                source.name,
+                "repo",
+                f"cannot clone {location}: {result.stderr.decode().strip()[-300:]}",
             )
         os.replace(tmp / "m.git", mirror)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -121,13 +127,15 @@ def has_commit(git_dir: Path, sha: str) -> bool:
     return _git("cat-file", "-e", f"{sha}^{{commit}}", cwd=git_dir, check=False).returncode == 0
 
 
+@lru_cache(maxsize=1024)
 def read_diff(git_dir: Path, base: str, head: str) -> str:
     """`git diff --binary base head` (the SWEeper gold change)."""
     return _git("diff", "--binary", "--full-index", base, head, cwd=git_dir).stdout.decode()
 
 
-def write_snapshot_repo(dest: Path, *, git_dir: Path | None, base_commit: str,
-                        files: dict[str, bytes] | None = None) -> None:
+def write_snapshot_repo(
+    dest: Path, *, git_dir: Path | None, base_commit: str, files: dict[str, bytes] | None = None
+) -> None:
     """Make `dest` a repository whose only history ends at `base_commit`, tree checked out."""
     dest.mkdir(parents=True)
     _git("-c", "init.defaultBranch=main", "init", "--quiet", str(dest))
@@ -140,19 +148,44 @@ def write_snapshot_repo(dest: Path, *, git_dir: Path | None, base_commit: str,
         name, email = env_ident[0], env_ident[1].rstrip(">")
         _git("add", "-A", cwd=dest)
         subprocess.run(
-            ["git", "-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify",
-             "-m", INLINE_MESSAGE.rstrip("\n")],
-            cwd=dest, check=True, capture_output=True, timeout=120,
-            env={**os.environ, **_GIT_ENV, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-                 "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email,
-                 "GIT_AUTHOR_DATE": INLINE_TIMESTAMP, "GIT_COMMITTER_DATE": INLINE_TIMESTAMP},
+            [
+                "git",
+                "-c",
+                "commit.gpgsign=false",
+                "commit",
+                "--quiet",
+                "--no-verify",
+                "-m",
+                INLINE_MESSAGE.rstrip("\n"),
+            ],
+            cwd=dest,
+            check=True,
+            capture_output=True,
+            timeout=120,
+            env={
+                **os.environ,
+                **_GIT_ENV,
+                "GIT_AUTHOR_NAME": name,
+                "GIT_AUTHOR_EMAIL": email,
+                "GIT_COMMITTER_NAME": name,
+                "GIT_COMMITTER_EMAIL": email,
+                "GIT_AUTHOR_DATE": INLINE_TIMESTAMP,
+                "GIT_COMMITTER_DATE": INLINE_TIMESTAMP,
+            },
         )
     else:
         assert git_dir is not None
         # Fetch only what base_commit reaches (protocol v2 serves any reachable commit id);
         # the source repository is never modified.
-        _git("fetch", "--quiet", "--no-tags", "--update-head-ok", str(git_dir),
-             f"{base_commit}:refs/heads/main", cwd=dest)
+        _git(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--update-head-ok",
+            str(git_dir),
+            f"{base_commit}:refs/heads/main",
+            cwd=dest,
+        )
         _git("symbolic-ref", "HEAD", "refs/heads/main", cwd=dest)
         _git("reset", "--quiet", "--hard", "refs/heads/main", cwd=dest)
     head = _git("rev-parse", "HEAD", cwd=dest).stdout.decode().strip()
@@ -165,8 +198,16 @@ def write_snapshot_repo(dest: Path, *, git_dir: Path | None, base_commit: str,
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    _git("-c", "gc.reflogExpire=now", "-c", "pack.threads=1", "gc", "--quiet", "--prune=now",
-         cwd=dest)
+    _git(
+        "-c",
+        "gc.reflogExpire=now",
+        "-c",
+        "pack.threads=1",
+        "gc",
+        "--quiet",
+        "--prune=now",
+        cwd=dest,
+    )
 
 
 def write_snapshot_tar(repo: Path, tar_path: Path) -> None:

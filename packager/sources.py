@@ -42,7 +42,9 @@ def open_dataset(source: str | None, split: str = "test") -> DatasetSource:
         return DatasetSource(make_dataset_name(str(path)), str(path), split, bundles)
     if source.count("/") == 1 and not source.startswith((".", "/")):
         return DatasetSource(make_dataset_name(source), source, split)
-    raise DatasetError(f"dataset {source!r}: no such file or directory, and not a hub id (owner/name)")
+    raise DatasetError(
+        f"dataset {source!r}: no such file or directory, and not a hub id (owner/name)"
+    )
 
 
 def _bundles(folder: Path) -> dict[str, str]:
@@ -118,7 +120,11 @@ def _iter_dir(path: Path, split: str) -> Iterator[dict[str, Any]]:
 def _iter_hub(name: str, split: str) -> Iterator[dict[str, Any]]:
     # Offline mode makes an unreachable hub fail in about a second instead of retrying for ~24 s.
     if not _hub_reachable():
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # Both libraries read the flag when first imported; huggingface_hub already is.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        from huggingface_hub import constants
+
+        constants.HF_HUB_OFFLINE = True
     try:
         import datasets
 

@@ -37,13 +37,25 @@ class RunPlan:
 
 
 @contextmanager
-def _container(client: DockerClient, image: str, task: str, role: str,
-               command: list[str], workdir: str, network: bool) -> Iterator[Any]:
+def _container(
+    client: DockerClient,
+    image: str,
+    task: str,
+    role: str,
+    command: list[str],
+    workdir: str,
+    network: bool,
+) -> Iterator[Any]:
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
     kwargs: dict[str, Any] = {} if network else {"network_mode": "none"}
     container = client.containers.create(
-        image, command=command, name=name, labels=labels_for(task, role), working_dir=workdir,
-        detach=True, **kwargs,
+        image,
+        command=command,
+        name=name,
+        labels=labels_for(task, role),
+        working_dir=workdir,
+        detach=True,
+        **kwargs,
     )
     try:
         yield container
@@ -57,7 +69,8 @@ def _container(client: DockerClient, image: str, task: str, role: str,
 def _exec(container: Any, command: str, workdir: str, timeout: int) -> tuple[int, str]:
     """Run a shell command in a running container with a deadline (enforced by `timeout`)."""
     result = container.exec_run(
-        ["timeout", "--kill-after=10", str(timeout), "bash", "-c", command], workdir=workdir,
+        ["timeout", "--kill-after=10", str(timeout), "bash", "-c", command],
+        workdir=workdir,
         demux=False,
     )
     return int(result.exit_code), (result.output or b"").decode(errors="replace")
@@ -65,13 +78,21 @@ def _exec(container: Any, command: str, workdir: str, timeout: int) -> tuple[int
 
 def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -> bytes:
     """Run the agent phase (oracle or nop) and return the collected model.patch."""
-    with _container(client, plan.agent_image, plan.task, f"agent-{kind}", ["sleep", "infinity"],
-                    plan.workdir, plan.network) as box:
+    with _container(
+        client,
+        plan.agent_image,
+        plan.task,
+        f"agent-{kind}",
+        ["sleep", "infinity"],
+        plan.workdir,
+        plan.network,
+    ) as box:
         box.start()
         if kind == "oracle":
             files = {
                 f"solution/{p.relative_to(plan.solution_dir).as_posix()}": p.read_bytes()
-                for p in sorted(plan.solution_dir.rglob("*")) if p.is_file()
+                for p in sorted(plan.solution_dir.rglob("*"))
+                if p.is_file()
             }
             box.put_archive("/", make_tar(files, {"solution/solve.sh": 0o755}))
             code, out = _exec(box, "/solution/solve.sh", plan.workdir, plan.agent_timeout_sec)
@@ -84,12 +105,20 @@ def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Pat
         return data or b""
 
 
-def run_grader_phase(client: DockerClient, plan: RunPlan, kind: str, patch: bytes,
-                     log_dir: Path) -> dict[str, Any]:
+def run_grader_phase(
+    client: DockerClient, plan: RunPlan, kind: str, patch: bytes, log_dir: Path
+) -> dict[str, Any]:
     """Grade `patch` in a fresh grader container; return report.json (reward always present)."""
     (log_dir / "model.patch").write_bytes(patch)
-    with _container(client, plan.grader_image, plan.task, f"grader-{kind}",
-                    ["bash", "/tests/test.sh"], plan.workdir, False) as box:
+    with _container(
+        client,
+        plan.grader_image,
+        plan.task,
+        f"grader-{kind}",
+        ["bash", "/tests/test.sh"],
+        plan.workdir,
+        False,
+    ) as box:
         box.put_archive("/", make_tar({"logs/artifacts/model.patch": patch}))
         box.start()
         deadline = plan.grade_timeout_sec + 120
@@ -100,8 +129,11 @@ def run_grader_phase(client: DockerClient, plan: RunPlan, kind: str, patch: byte
                 box.kill()
             except Exception:  # noqa: BLE001 - best effort before the report says why
                 pass
-            raise RunError(plan.task, f"grader did not finish within {deadline} s ({type(exc).__name__})",
-                           log_dir) from exc
+            raise RunError(
+                plan.task,
+                f"grader did not finish within {deadline} s ({type(exc).__name__})",
+                log_dir,
+            ) from exc
         (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
         stream, _ = box.get_archive("/logs/verifier")
         archive = b"".join(stream)
@@ -114,14 +146,16 @@ def run_grader_phase(client: DockerClient, plan: RunPlan, kind: str, patch: byte
     reward = json.loads(files["reward.json"]) if "reward.json" in files else None
     report = json.loads(files["report.json"]) if "report.json" in files else {}
     if not isinstance(reward, dict) or "reward" not in reward:
-        raise RunError(plan.task, f"no reward.json written (grader exit {status.get('StatusCode')})",
-                       log_dir)
+        raise RunError(
+            plan.task, f"no reward.json written (grader exit {status.get('StatusCode')})", log_dir
+        )
     report["reward_json"] = reward
     return report
 
 
-def run_once(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path,
-             patch: bytes | None = None) -> RunResult:
+def run_once(
+    client: DockerClient, plan: RunPlan, kind: str, log_dir: Path, patch: bytes | None = None
+) -> RunResult:
     """One full run: agent phase (unless a patch is given), then grading."""
     log_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -130,13 +164,18 @@ def run_once(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path,
             patch = run_agent_phase(client, plan, kind, log_dir)
         report = run_grader_phase(client, plan, kind, patch, log_dir)
     except RunError as exc:
-        return RunResult(kind=kind, reward=None, grade_status="infra_error",  # type: ignore[arg-type]
-                         reason=exc.reason, duration_sec=round(time.monotonic() - started, 3),
-                         log_dir=str(log_dir))
+        return RunResult(
+            kind=kind,
+            reward=None,
+            grade_status="infra_error",
+            reason=exc.reason,
+            duration_sec=round(time.monotonic() - started, 3),
+            log_dir=str(log_dir),
+        )
     rewards = report["reward_json"]
     subscores = {k: float(v) for k, v in rewards.items() if k != "reward"}
     return RunResult(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         reward=float(rewards["reward"]),
         subscores=subscores,
         grade_status=str(report.get("status", "graded")),
@@ -146,8 +185,9 @@ def run_once(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path,
     )
 
 
-def decide_status(oracle: list[RunResult], nop: RunResult | None,
-                  expected_nop: float | None) -> tuple[Status, str | None]:
+def decide_status(
+    oracle: list[RunResult], nop: RunResult | None, expected_nop: float | None
+) -> tuple[Status, str | None]:
     """The task status from its runs (see DESIGN §7)."""
     runs = [*oracle, *([nop] if nop else [])]
     if any(r.grade_status == "needs_judge" for r in runs):
@@ -169,12 +209,32 @@ def decide_status(oracle: list[RunResult], nop: RunResult | None,
     return "verified", None
 
 
-def make_result(*, task: str, instance_id: str, dataset: str, engine: str,
-                images: dict[str, str], oracle: list[RunResult], nop: RunResult | None,
-                expected_nop: float | None, durations: dict[str, float],
-                logs: dict[str, str]) -> TaskResult:
+def make_result(
+    *,
+    task: str,
+    instance_id: str,
+    dataset: str,
+    engine: str,
+    images: dict[str, str],
+    oracle: list[RunResult],
+    nop: RunResult | None,
+    expected_nop: float | None,
+    durations: dict[str, float],
+    logs: dict[str, str],
+) -> TaskResult:
     """Assemble a TaskResult with its status."""
     status, reason = decide_status(oracle, nop, expected_nop)
-    return TaskResult(task=task, instance_id=instance_id, dataset=dataset, status=status,
-                      reason=reason, engine=engine, images=images, oracle=tuple(oracle), nop=nop,
-                      expected_nop=expected_nop, durations=durations, logs=logs)
+    return TaskResult(
+        task=task,
+        instance_id=instance_id,
+        dataset=dataset,
+        status=status,
+        reason=reason,
+        engine=engine,
+        images=images,
+        oracle=tuple(oracle),
+        nop=nop,
+        expected_nop=expected_nop,
+        durations=durations,
+        logs=logs,
+    )

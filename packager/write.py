@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,14 +24,18 @@ def write_tree(dest: Path, tree: FileTree) -> None:
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.tmp-"))
     try:
         os.chmod(tmp, 0o755)
+        root = str(tmp)
+        folders = sorted({posixpath.dirname(rel) for rel in tree} - {""})
+        for folder in folders:
+            os.makedirs(os.path.join(root, folder), mode=0o755, exist_ok=True)
+            os.chmod(os.path.join(root, folder), 0o755)  # mkdir's mode is masked by the umask
         for rel in sorted(tree):
             item = tree[rel]
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(item.data)
+            target = os.path.join(root, rel)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(item.data)
             os.chmod(target, item.mode)
-        for folder in sorted(p for p in tmp.rglob("*") if p.is_dir()):
-            os.chmod(folder, 0o755)
         swap_into_place(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -29,7 +29,9 @@ def docker_client() -> Iterator[Any]:
     try:
         client = connect()
     except EngineUnavailableError as exc:
-        pytest.fail(f"{exc}. Fix: `make docker` (or `bash scripts/ensure-docker.sh`)", pytrace=False)
+        pytest.fail(
+            f"{exc}. Fix: `make docker` (or `bash scripts/ensure-docker.sh`)", pytrace=False
+        )
     yield client
 
 
@@ -40,10 +42,16 @@ def harbor_python() -> Path:
     return HARBOR_PYTHON
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path | None = None, timeout: int = 1800
+) -> subprocess.CompletedProcess[str]:
     """The real `packager` command, as a user runs it."""
     env = {**os.environ, "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "packager", *args], cwd=cwd or ROOT, env=env, text=True,
-        capture_output=True, timeout=timeout,
+        [sys.executable, "-m", "packager", *args],
+        cwd=cwd or ROOT,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
     )

@@ -39,8 +39,12 @@ def detect_schema(row: Mapping[str, Any]) -> Schema:
         if all(m in keys for m in markers):
             return name
     task = str(row.get("instance_id", "<no instance_id>"))
-    raise RowError(task, "<columns>", f"unknown schema: columns {sorted(keys)} match none of "
-                   f"{', '.join(SCHEMAS)} (pass --schema)")
+    raise RowError(
+        task,
+        "<columns>",
+        f"unknown schema: columns {sorted(keys)} match none of "
+        f"{', '.join(SCHEMAS)} (pass --schema)",
+    )
 
 
 def get_adapter(schema: str) -> Callable[[Mapping[str, Any], Context], TaskSpec]:

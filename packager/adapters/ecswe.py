@@ -41,9 +41,13 @@ def _criteria(grader: Mapping[str, Any], task: str) -> tuple[Criterion, ...]:
             raise RowError(task, "grader.criteria", "each criterion needs a name")
         weight = item.get("weight")
         if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
-            raise RowError(task, "grader.criteria", f"weight of {item['name']!r} must be an int >= 0")
+            raise RowError(
+                task, "grader.criteria", f"weight of {item['name']!r} must be an int >= 0"
+            )
         criteria.append(
-            Criterion(name=item["name"], weight=weight, description=str(item.get("description", "")))
+            Criterion(
+                name=item["name"], weight=weight, description=str(item.get("description", ""))
+            )
         )
     total = sum(c.weight for c in criteria)
     if total != 100:

@@ -40,13 +40,23 @@ def normalise_formula(text: str, task: str) -> str:
     for node in ast.walk(tree):
         ok = isinstance(
             node,
-            ast.Expression | ast.BinOp | ast.UnaryOp | ast.Add | ast.Sub | ast.Mult | ast.Div
-            | ast.USub | ast.UAdd | ast.Load,
+            ast.Expression
+            | ast.BinOp
+            | ast.UnaryOp
+            | ast.Add
+            | ast.Sub
+            | ast.Mult
+            | ast.Div
+            | ast.USub
+            | ast.UAdd
+            | ast.Load,
         )
         ok = ok or (isinstance(node, ast.Constant) and isinstance(node.value, int | float))
         ok = ok or (isinstance(node, ast.Name) and node.id in _NAMES)
         if not ok:
-            raise RowError(task, "reward_formula", f"not allowed in a formula: {ast.dump(node)[:60]}")
+            raise RowError(
+                task, "reward_formula", f"not allowed in a formula: {ast.dump(node)[:60]}"
+            )
     return re.sub(r"\s+", "", fixed).replace("*", " * ").replace("+", " + ")
 
 
@@ -56,7 +66,7 @@ def evaluate_formula(expression: str, values: Mapping[str, float]) -> float:
     def walk(node: ast.AST) -> float:
         if isinstance(node, ast.Expression):
             return walk(node.body)
-        if isinstance(node, ast.Constant):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
             return float(node.value)
         if isinstance(node, ast.Name):
             return float(values[node.id])
@@ -94,7 +104,9 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
             language=str(row.get("language") or "python"),
         ),
         instruction=get_str(row, task, "problem_statement"),
-        repo=Repo(name=get_str(row, task, "repo"), base_commit=inline_commit_sha(files), files=files),
+        repo=Repo(
+            name=get_str(row, task, "repo"), base_commit=inline_commit_sha(files), files=files
+        ),
         environment=Environment(packages=parse_list(row.get("packages"), task, "packages")),
         gold_patch=check_patch(row.get("patch"), task, "patch"),
         grading=Grading(

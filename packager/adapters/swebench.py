@@ -113,7 +113,9 @@ def to_spec_with(
             timeout_sec=timeout,
             env=environment.env,
             test_patch=check_patch(row.get("test_patch"), task, "test_patch"),
-            fail_to_pass=parse_list(row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False),
+            fail_to_pass=parse_list(
+                row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False
+            ),
             pass_to_pass=parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS"),
         ),
     )

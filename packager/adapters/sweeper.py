@@ -59,6 +59,9 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
             rule="judge",
             workflows=_check_workflows(get_str(row, task, "workflows"), task),
             test_command=get_str(row, task, "start_command"),
-            env={"PORT": str(row.get("port") or 3000), "TASK_SCOPED": str(bool(row.get("task_scoped")))},
+            env={
+                "PORT": str(row.get("port") or 3000),
+                "TASK_SCOPED": str(bool(row.get("task_scoped"))),
+            },
         ),
     )

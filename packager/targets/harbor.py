@@ -3,10 +3,16 @@
 The agent build context (`environment/`) holds only the recipe; the repository snapshot
 (`repo.tar`) is added by the build stage. Grading lives in `tests/`, a separate build context
 whose Dockerfile starts FROM the agent image, so nothing of it can reach the agent image.
+
+Under Harbor (docs/harbor.md) both images are prebuilt: `[environment].docker_image` is the
+agent image and `[verifier.environment].docker_image` the grader image with /tests baked in, so
+Harbor builds nothing, uploads no tests and keeps both images after a trial. The compose files
+next to them label Harbor's containers and take the network away (`network_mode: none`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -23,6 +29,47 @@ GRADING_DIR = Path(__file__).resolve().parent.parent / "grading"
 GRADING_FILES = ("__init__.py", "grade.py", "parsers.py", "patching.py", "rules.py")
 SNAPSHOT_FILE = "repo.tar"
 DEFAULT_BUILD_TIMEOUT = 1800.0
+TASK_ORG = "packager"
+
+RUN_ID_VARIABLE = "PACKAGER_RUN_ID"
+"""Set by the harbor engine: Harbor's containers carry this process's run label too."""
+
+
+def compose_override(spec: TaskSpec, role: str, *, network: bool) -> str:
+    """environment/ or tests/docker-compose.yaml: Harbor merges it over its own compose files
+    for service `main`. It labels the container like the local engine's, and blocks the network
+    with `network_mode: none` (Harbor's own `no-network` mode needs registry sidecar images).
+    """
+    labels = {
+        naming.LABEL_TOOL: "packager",
+        naming.LABEL_TASK: f"{spec.provenance.dataset}/{spec.provenance.slug}",
+        naming.LABEL_ROLE: role,
+        naming.LABEL_RUN: f"${{{RUN_ID_VARIABLE}:-harbor}}",
+    }
+    lines = [
+        f"# {role}: Harbor merges this over its own compose files (service main).",
+        "services:",
+        "  main:",
+        "    labels:",
+        *(f"      {key}: {json.dumps(value)}" for key, value in sorted(labels.items())),
+    ]
+    if not network:
+        lines.append("    network_mode: none")
+    return "\n".join(lines) + "\n"
+
+
+TASK_GITIGNORE = f"""\
+# Harbor's publish and digest filter (`harbor dataset add`, `harbor publish`). A .gitignore
+# replaces Harbor's default ignores, repeated here. The repository snapshot is written by
+# `packager build` and is baked into the agent image named in task.toml: not task content.
+__pycache__/
+*.pyc
+.DS_Store
+*.swp
+*.swo
+*~
+/environment/{SNAPSHOT_FILE}
+"""
 
 
 @dataclass(frozen=True)
@@ -116,7 +163,10 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
             "build_command": g.build_command,
         }
     if g.patch_allowed or g.patch_forbidden:
-        plan["patch_policy"] = {"allowed": list(g.patch_allowed), "forbidden": list(g.patch_forbidden)}
+        plan["patch_policy"] = {
+            "allowed": list(g.patch_allowed),
+            "forbidden": list(g.patch_forbidden),
+        }
     if g.rule == "script":
         plan["script"] = {
             "command": g.grader_command,
@@ -128,13 +178,19 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
     return plan
 
 
+@functools.lru_cache(maxsize=16)
+def _grading_file(name: str) -> bytes:
+    """The grading runtime's source, read once per process (it is the same in every task)."""
+    return (GRADING_DIR / name).read_bytes()
+
+
 def _grader_payload(spec: TaskSpec) -> FileTree:
     g = spec.grading
     payload: FileTree = {
         "plan.json": text_file(json.dumps(make_plan(spec), indent=2, sort_keys=True)),
     }
     for name in GRADING_FILES:
-        payload[f"grading/{name}"] = OutFile((GRADING_DIR / name).read_bytes())
+        payload[f"grading/{name}"] = OutFile(_grading_file(name))
     if g.test_patch:
         payload["payload/test.patch"] = OutFile(g.test_patch.encode())
     for path, data in g.hidden_files.items():
@@ -146,7 +202,10 @@ def _grader_payload(spec: TaskSpec) -> FileTree:
     return payload
 
 
-def _task_toml(spec: TaskSpec, agent_image: str) -> bytes:
+def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
+    """task.toml: both images are prebuilt (`docker_image`), so Harbor neither builds nor
+    deletes them; the grader is a separate container of the grader image, with /tests baked in.
+    """
     p = spec.provenance
     config: dict[str, Any] = {
         "schema_version": "1.4",
@@ -165,15 +224,18 @@ def _task_toml(spec: TaskSpec, agent_image: str) -> bytes:
             "repo": spec.repo.name,
             "base_commit": spec.repo.base_commit,
             "agent_image": agent_image,
+            "grader_image": grader_image,
         },
         "agent": {"timeout_sec": float(spec.agent_timeout_sec)},
         "environment": {
             "build_timeout_sec": DEFAULT_BUILD_TIMEOUT,
+            "docker_image": agent_image,
             "workdir": spec.repo.workdir,
         },
         "verifier": {
             "timeout_sec": float(spec.grading.timeout_sec + 300),
             "environment_mode": "separate",
+            "environment": {"docker_image": grader_image},
             "collect": [{"command": collect_command(spec), "timeout_sec": 120.0}],
         },
     }
@@ -229,11 +291,14 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
         "test.sh": OutFile(
             render_template("harbor/tests/test.sh.jinja", instance_id=spec.task_id), 0o755
         ),
+        # Harbor's grader container (its directory is tests/): offline, as in the local engine.
+        "docker-compose.yaml": text_file(compose_override(spec, "harbor-grader", network=False)),
         **payload,
     }
     grader_image = naming.make_image_tag(p.dataset, p.slug, "grader", tree_digest(tests))
     files: FileTree = {
-        "task.toml": OutFile(_task_toml(spec, agent_image)),
+        ".gitignore": text_file(TASK_GITIGNORE),
+        "task.toml": OutFile(_task_toml(spec, agent_image, grader_image)),
         "instruction.md": OutFile(
             render_template(
                 "harbor/instruction.md.jinja",
@@ -243,13 +308,19 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
         ),
         "solution/solve.sh": OutFile(
             render_template(
-                "harbor/solution/solve.sh.jinja", instance_id=spec.task_id, workdir=spec.repo.workdir
+                "harbor/solution/solve.sh.jinja",
+                instance_id=spec.task_id,
+                workdir=spec.repo.workdir,
             ),
             0o755,
         ),
         "solution/gold.patch": OutFile(spec.gold_patch.encode()),
     }
     files.update({f"environment/{k}": v for k, v in agent_ctx.items()})
+    # Outside the agent image's digest: it changes how the container runs, not the image.
+    files["environment/docker-compose.yaml"] = text_file(
+        compose_override(spec, "harbor-agent", network=spec.environment.network)
+    )
     files.update({f"tests/{k}": v for k, v in tests.items()})
     return HarborTask(
         files=files,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import re
 from typing import Any
 
@@ -185,10 +186,23 @@ def _check_no_environment_decl(path: str, entry: OutFile) -> None:
     """
     if not path.endswith(".py"):
         return
+    declared = _declared_environment(entry.data)
+    if declared is not None:
+        raise ValueError(
+            f"grader payload file {path!r} declares Environment({declared!r}); "
+            "`hud deploy` would find more than one environment name in the folder"
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _declared_environment(data: bytes) -> str | None:
+    """The first literal `Environment(...)` name in a module (cached: the grading runtime is
+    the same bytes in every task, and parsing it per task dominated render time).
+    """
     try:
-        tree = ast.parse(entry.data.decode("utf-8"))
+        tree = ast.parse(data.decode("utf-8"))
     except (UnicodeDecodeError, SyntaxError, ValueError):
-        return  # deploy skips modules it cannot parse, too
+        return None  # deploy skips modules it cannot parse, too
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -208,7 +222,5 @@ def _check_no_environment_decl(path: str, entry: OutFile) -> None:
             else next((kw.value for kw in node.keywords if kw.arg == "name"), None)
         )
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
-            raise ValueError(
-                f"grader payload file {path!r} declares Environment({name.value!r}); "
-                "`hud deploy` would find more than one environment name in the folder"
-            )
+            return name.value
+    return None

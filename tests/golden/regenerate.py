@@ -14,8 +14,11 @@ TREE = HERE / "tree"
 
 def render_samples(out: Path) -> Path:
     """Render every sample row into `out`; returns the dataset folder."""
-    subprocess.run([sys.executable, "-m", "packager", "render", "--all", "--out", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "packager", "render", "--all", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     return out / "samples"
 
 

@@ -56,18 +56,37 @@ CASES = {
     "empty FAIL_TO_PASS": (_mutate(TEXTKIT, FAIL_TO_PASS="[]"), TEXTKIT, "FAIL_TO_PASS"),
     "patch not a diff": (_mutate(TEXTKIT, patch="just some text\n"), TEXTKIT, "patch"),
     "absolute path in files": (
-        _mutate(INV, files={"/etc/passwd": "x", **_row(INV)["files"]}), INV, "files"),
+        _mutate(INV, files={"/etc/passwd": "x", **_row(INV)["files"]}),
+        INV,
+        "files",
+    ),
     "dotdot in files": (_mutate(INV, files={"../x.py": "x", **_row(INV)["files"]}), INV, "files"),
     "escaping grader file": (
-        _mutate(KV, grader_files=[{"path": "a/../../evil.py", "content": "x", "encoding": "utf-8"}]),
-        KV, "grader_files"),
+        _mutate(
+            KV, grader_files=[{"path": "a/../../evil.py", "content": "x", "encoding": "utf-8"}]
+        ),
+        KV,
+        "grader_files",
+    ),
     "invalid base64": (
-        _mutate(KV, grader_files=[{"path": "grade.py", "content": "!!not base64!!", "encoding": "base64"}]),
-        KV, "grader_files"),
-    "weights not 100": (_mutate(KV, grader=_grader_with_weights([50, 30, 10])), KV, "grader.criteria"),
+        _mutate(
+            KV,
+            grader_files=[{"path": "grade.py", "content": "!!not base64!!", "encoding": "base64"}],
+        ),
+        KV,
+        "grader_files",
+    ),
+    "weights not 100": (
+        _mutate(KV, grader=_grader_with_weights([50, 30, 10])),
+        KV,
+        "grader.criteria",
+    ),
     "unknown schema": ({"instance_id": "mystery-1", "repo": "a/b"}, "mystery-1", "<columns>"),
     "patch escaping tree": (
-        _mutate(TEXTKIT, patch="--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n"), TEXTKIT, "patch"),
+        _mutate(TEXTKIT, patch="--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n"),
+        TEXTKIT,
+        "patch",
+    ),
 }
 
 
@@ -75,18 +94,23 @@ CASES = {
 def previous_output(tmp_path: Path) -> Path:
     """A good render of the samples, to prove a failed run leaves it untouched."""
     out = tmp_path / "out"
-    result = run_cli("render", "--all", "--dataset", str(_write(tmp_path, sample_rows())),
-                     "--out", str(out))
+    result = run_cli(
+        "render", "--all", "--dataset", str(_write(tmp_path, sample_rows())), "--out", str(out)
+    )
     assert result.returncode == 0, result.stderr
     return out
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_row_exits_2_naming_task_and_field(case: str, tmp_path: Path, previous_output: Path) -> None:
+def test_bad_row_exits_2_naming_task_and_field(
+    case: str, tmp_path: Path, previous_output: Path
+) -> None:
     row, task, field = CASES[case]
     rows = [r for r in sample_rows() if r["instance_id"] != row["instance_id"]] + [row]
     data = _write(tmp_path, rows)
@@ -102,9 +126,15 @@ def test_bad_row_exits_2_naming_task_and_field(case: str, tmp_path: Path, previo
 def test_duplicate_ids(tmp_path: Path, previous_output: Path) -> None:
     rows = sample_rows() + [_row(TEXTKIT)]
     before = _snapshot(previous_output)
-    result = run_cli("render", "--all", "--dataset", str(_write(tmp_path, rows)), "--out", str(previous_output))
+    result = run_cli(
+        "render", "--all", "--dataset", str(_write(tmp_path, rows)), "--out", str(previous_output)
+    )
     assert result.returncode == 2
-    assert TEXTKIT in result.stderr and "'instance_id'" in result.stderr and "duplicate" in result.stderr
+    assert (
+        TEXTKIT in result.stderr
+        and "'instance_id'" in result.stderr
+        and "duplicate" in result.stderr
+    )
     assert _snapshot(previous_output) == before
 
 
@@ -120,8 +150,16 @@ def test_base_commit_missing_from_repo_source(tmp_path: Path, previous_output: P
     rows = [r for r in sample_rows() if r["instance_id"] != TEXTKIT] + [row]
     data = _write(tmp_path, rows)
     before = _snapshot(previous_output)
-    result = run_cli("render", "--all", "--dataset", str(data), "--out", str(previous_output),
-                     "--repo-source", f"samples/textkit={BUNDLES / 'samples__textkit.bundle'}")
+    result = run_cli(
+        "render",
+        "--all",
+        "--dataset",
+        str(data),
+        "--out",
+        str(previous_output),
+        "--repo-source",
+        f"samples/textkit={BUNDLES / 'samples__textkit.bundle'}",
+    )
     assert result.returncode == 2, result.stderr
     assert TEXTKIT in result.stderr and "'base_commit'" in result.stderr
     assert _snapshot(previous_output) == before

@@ -15,7 +15,8 @@ import pytest
 from packager.grading import grade
 
 GRADE_PY = Path(grade.__file__).resolve()
-PYTEST = f"{shlex.quote(sys.executable)} -m pytest -rA -p no:cacheprovider"
+PY = shlex.quote(sys.executable)
+PYTEST = f"{PY} -m pytest -rA -p no:cacheprovider"
 
 CALC_BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 CALC_FIXED = CALC_BUGGY.replace("return a - b", "return a + b")
@@ -161,7 +162,7 @@ def test_fuzzy_patch_applies_with_a_fallback(task: Task) -> None:
 
 
 def test_timeout_is_an_infra_error_with_zero_reward(task: Task) -> None:
-    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
+    sleeper = f"{PY} -c 'import time; time.sleep(60)'"
     reward, report = task.grade(
         task.diff({"calc.py": CALC_FIXED}), test_command=sleeper, timeout_sec=1
     )
@@ -242,7 +243,7 @@ def test_formula_rule_with_build_command(task: Task) -> None:
         "public_tests": P2P,
         # Parse only: a .pyc written here would outlive the reset (ignored __pycache__) and,
         # as buggy and fixed calc.py have the same size, could be reused within one second.
-        "build_command": f"{shlex.quote(sys.executable)} -c \"import ast; ast.parse(open('calc.py').read())\"",
+        "build_command": f"{PY} -c \"import ast; ast.parse(open('calc.py').read())\"",
     }
     reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), rule="formula", formula=formula)
     assert reward == {"reward": 1.0, "hidden": 1.0, "public": 1.0, "build_health": 1.0}
@@ -272,7 +273,7 @@ def test_script_rule(task: Task, via_stdout: bool) -> None:
     grader.mkdir(parents=True)
     (grader / "grade.py").write_text(GRADER_SCRIPT)
     script = {
-        "command": f"{shlex.quote(sys.executable)} grade.py",
+        "command": f"{PY} grade.py",
         "dir": "payload/grader",
         "criteria": [{"name": "fix", "weight": 70}, {"name": "regress", "weight": 30}],
     }

@@ -1,0 +1,94 @@
+"""Overhead of the local engine: one full run (agent container, collect, fresh grader
+container, grading runtime) next to the raw test command alone in the same grader image.
+
+Measured alternately in one run (machines are noisy); prints medians and their difference.
+Target: under 1.5 s of overhead per run. Needs built images: run `make package` first, or
+this script builds them (`packager build`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from packager.build import connect  # noqa: E402
+from packager.pipeline import OutputPaths, Selection, iter_specs  # noqa: E402
+from packager.sources import open_dataset  # noqa: E402
+from packager.targets.harbor import collect_command, make_harbor_task  # noqa: E402
+from packager.verify import RunPlan, run_once  # noqa: E402
+
+TASKS = ["samples__textkit-1", "samples__intset-2", "samples__kvstore-3", "samples__inventory-4"]
+ROUNDS = 5
+OUT = ROOT / "build" / "bench"
+
+
+def main() -> int:
+    subprocess.run(
+        [sys.executable, "-m", "packager", "build", *TASKS, "--out", str(OUT)],
+        check=True,
+        capture_output=True,
+    )
+    client = connect()
+    paths = OutputPaths(OUT, "samples")
+    sel = Selection(dataset=open_dataset(None), task_ids=tuple(TASKS))
+    print(f"{'task':24} {'engine run':>11} {'raw tests':>10} {'overhead':>9}")
+    worst = 0.0
+    for spec in iter_specs(sel):
+        task = make_harbor_task(spec)
+        plan = RunPlan(
+            task=f"bench/{spec.provenance.slug}",
+            agent_image=task.agent_image,
+            grader_image=task.grader_image,
+            workdir=spec.repo.workdir,
+            collect=collect_command(spec),
+            solution_dir=paths.task_dir(spec.provenance.slug) / "solution",
+            grade_timeout_sec=spec.grading.timeout_sec,
+        )
+        command = spec.grading.test_command or "true"
+        if spec.grading.rule == "script":
+            command = f"cd /tests/payload/grader && {spec.grading.grader_command}"
+        box = client.containers.run(
+            task.grader_image,
+            ["sleep", "infinity"],
+            detach=True,
+            network_mode="none",
+            labels={"packager.tool": "packager"},
+            working_dir=spec.repo.workdir,
+        )
+        engine, raw = [], []
+        try:
+            for i in range(ROUNDS):
+                started = time.perf_counter()
+                run_once(client, plan, "nop", OUT / "bench-logs" / spec.provenance.slug / str(i))
+                engine.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                box.exec_run(
+                    ["bash", "-c", command],
+                    workdir=spec.repo.workdir,
+                    environment={
+                        "REPO_DIR": spec.repo.workdir,
+                        "GRADER_DIR": "/tests/payload/grader",
+                        "REWARD_FILE": "/tmp/r.json",
+                    },
+                )
+                raw.append(time.perf_counter() - started)
+        finally:
+            box.remove(force=True)
+        e, r = statistics.median(engine), statistics.median(raw)
+        worst = max(worst, e - r)
+        print(f"{spec.task_id:24} {e:10.2f}s {r:9.2f}s {e - r:8.2f}s")
+    print(
+        f"worst overhead {worst:.2f} s per run (target < 1.5 s); "
+        f"medians of {ROUNDS} alternating rounds"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

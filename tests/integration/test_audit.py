@@ -1,0 +1,257 @@
+"""Leak audit against real images: the sample agent images are clean, and deliberately leaky
+variants built FROM them are each caught with the right finding kind.
+
+Every variant image carries `packager.tool=packager` and a per-session `packager.task` label; the
+module fixture removes them (and the dangling first stages of multi-stage builds) at the end and
+asserts none is left.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager import build, naming
+from packager.audit import AuditReport, audit_image, audit_task, parse_patch
+from packager.model import TaskSpec
+from packager.pipeline import OutputPaths, Selection, iter_specs, resolve_spec
+from packager.sources import open_dataset
+from packager.targets.harbor import make_harbor_task
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.docker
+
+GRADEABLE = ("samples__textkit-1", "samples__intset-2", "samples__kvstore-3",
+             "samples__inventory-4")
+SESSION = uuid.uuid4().hex[:10]
+TEST_LABEL = f"audit-test/{SESSION}"
+
+
+def _specs() -> dict[str, TaskSpec]:
+    sel = Selection(dataset=open_dataset(None, "test"), task_ids=GRADEABLE)
+    return {s.task_id: resolve_spec(s, sel.merged_repo_sources) for s in iter_specs(sel)}
+
+
+@pytest.fixture(scope="module")
+def specs() -> dict[str, TaskSpec]:
+    return _specs()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> tuple[Path, dict[str, Any]]:
+    """Build the gradeable samples' images through the real CLI (cached by content hash)."""
+    out = tmp_path_factory.mktemp("audit-out")
+    proc = run_cli("build", *GRADEABLE, "--out", str(out))
+    results = {}
+    for path in (out / "samples" / "results").glob("*.json"):
+        if not path.name.endswith(".audit.json"):
+            data = json.loads(path.read_text())
+            results[data["instance_id"]] = data
+    assert results, proc.stdout + proc.stderr
+    return out, results
+
+
+def _agent_tag(spec: TaskSpec) -> str:
+    return make_harbor_task(spec).agent_image
+
+
+@pytest.mark.parametrize("task", GRADEABLE)
+def test_sample_agent_image_is_clean(task: str, built: tuple[Path, dict[str, Any]],
+                                     specs: dict[str, TaskSpec], docker_client: Any) -> None:
+    out, results = built
+    assert results.get(task, {}).get("status") == "built", results.get(task)
+    paths = OutputPaths(out, "samples")
+    report = audit_task(docker_client, specs[task], paths)
+    assert report.clean, [f.to_json() for f in report.findings]
+    written = json.loads((out / "samples" / "results" / f"{task}.audit.json").read_text())
+    assert written["status"] == "clean" and written["findings"] == []
+    assert written["stats"]["layers"] >= 3 and written["stats"]["git_objects"] > 0
+    assert written["stats"]["evidence_units"] > 0
+
+
+# --------------------------------------------------------------------------- leaky variants
+
+
+class Variants:
+    """Builds leaky images FROM a clean agent image; removes all of them at the end."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.tags: list[str] = []
+
+    def build(self, name: str, dockerfile: str, files: dict[str, bytes]) -> str:
+        tag = f"packager/audit-test:{name}-{SESSION}"
+        with tempfile.TemporaryDirectory(prefix="audit-variant-") as tmp:
+            ctx = Path(tmp)
+            (ctx / "Dockerfile").write_text(dockerfile)
+            for rel, data in files.items():
+                (ctx / rel).write_bytes(data)
+            self.tags.append(tag)
+            build.build_image(self.client, task=TEST_LABEL, role=f"leak-{name}", context=ctx,
+                              tag=tag, log_path=ctx / "build.log", timeout_sec=600)
+        return tag
+
+    def cleanup(self) -> list[str]:
+        for tag in self.tags:
+            try:
+                self.client.images.remove(tag, force=True)
+            except Exception:  # noqa: BLE001 - a failed build left no image
+                pass
+        label = f"{naming.LABEL_TASK}={TEST_LABEL}"
+        self.client.images.prune(filters={"dangling": True, "label": label})
+        return [str(i.tags or i.id) for i in self.client.images.list(all=True,
+                                                                     filters={"label": label})]
+
+
+@pytest.fixture(scope="module")
+def variants(docker_client: Any, built: tuple[Path, dict[str, Any]]) -> Iterator[Variants]:
+    v = Variants(docker_client)
+    yield v
+    assert v.cleanup() == []
+
+
+# The first stage of a multi-stage variant works on the repository; only its .git reaches the
+# final image, so the finding must come from the git objects, not from a copied patch.
+_STAGE = (
+    "FROM {base} AS work\n"
+    f'LABEL {naming.LABEL_TOOL}=packager {naming.LABEL_TASK}="{TEST_LABEL}"\n'
+    "COPY gold.patch /tmp/gold.patch\n"
+    "WORKDIR /testbed\n"
+    "RUN {script}\n"
+    "FROM {base}\n"
+    "COPY --from=work /testbed/.git /testbed/.git\n"
+)
+
+
+def _post_patch_test_file(spec: TaskSpec) -> bytes:
+    """tests/test_slug.py as the test patch leaves it (applied on the host to the base file)."""
+    import subprocess
+
+    from packager import repos
+
+    sel = Selection(dataset=open_dataset(None, "test"))
+    git_dir = repos.git_dir_for(repos.source_for(spec.repo.name, sel.merged_repo_sources))
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["git", "clone", "-q", "--no-checkout", str(git_dir), tmp], check=True)
+        subprocess.run(["git", "-C", tmp, "checkout", "-q", spec.repo.base_commit], check=True)
+        assert spec.grading.test_patch
+        subprocess.run(["git", "-C", tmp, "apply"], input=spec.grading.test_patch.encode(),
+                       check=True)
+        path = parse_patch(spec.grading.test_patch)[0].path
+        return (Path(tmp) / path).read_bytes()
+
+
+def _audit(client: Any, tag: str, spec: TaskSpec) -> AuditReport:
+    report = audit_image(client, tag, spec)
+    assert not report.clean
+    assert report.status == "leak"
+    return report
+
+
+def test_hidden_tests_copied_into_image(variants: Variants, specs: dict[str, TaskSpec],
+                                        docker_client: Any) -> None:
+    # (a) the test patch's post-patch test file, copied somewhere outside the repository
+    spec = specs["samples__textkit-1"]
+    tag = variants.build("tests", f"FROM {_agent_tag(spec)}\nCOPY t.py /opt/leak/test_slug.py\n",
+                         {"t.py": _post_patch_test_file(spec)})
+    report = _audit(docker_client, tag, spec)
+    assert report.kinds == {"test_patch"}
+    (finding,) = report.findings
+    assert finding.path == "/opt/leak/test_slug.py" and finding.layer.startswith("sha256:")
+
+
+def test_hidden_file_copied_into_image(variants: Variants, specs: dict[str, TaskSpec],
+                                       docker_client: Any) -> None:
+    # (a) a PDL hidden test file (grading.hidden_files), byte for byte
+    spec = specs["samples__inventory-4"]
+    ((path, data),) = spec.grading.hidden_files.items()
+    tag = variants.build("hidden", f"FROM {_agent_tag(spec)}\nCOPY h.py /root/{Path(path).name}\n",
+                         {"h.py": data})
+    report = _audit(docker_client, tag, spec)
+    assert report.kinds == {"hidden_test"}
+    assert "exact copy of hidden file" in report.findings[0].detail
+
+
+def test_grader_file_copied_into_image(variants: Variants, specs: dict[str, TaskSpec],
+                                       docker_client: Any) -> None:
+    spec = specs["samples__kvstore-3"]
+    data = spec.grading.grader_files["grade.py"]
+    tag = variants.build("grader", f"FROM {_agent_tag(spec)}\nCOPY g.py /usr/local/lib/g.py\n",
+                         {"g.py": data})
+    assert _audit(docker_client, tag, spec).kinds == {"grader_file"}
+
+
+def test_gold_patch_added_then_deleted(variants: Variants, specs: dict[str, TaskSpec],
+                                       docker_client: Any) -> None:
+    # (b) in one layer, gone in the next: invisible in a container, still in the image
+    spec = specs["samples__textkit-1"]
+    assert spec.gold_patch
+    tag = variants.build(
+        "gold-deleted",
+        f"FROM {_agent_tag(spec)}\nCOPY gold.patch /tmp/leak/gold.patch\nRUN rm -rf /tmp/leak\n",
+        {"gold.patch": spec.gold_patch.encode()},
+    )
+    report = _audit(docker_client, tag, spec)
+    assert report.kinds == {"gold_patch"}
+    (finding,) = report.findings
+    assert finding.path == "/tmp/leak/gold.patch"
+    assert "deleted by a later layer" in finding.detail
+
+
+@pytest.mark.parametrize(
+    ("name", "script", "expected", "absent"),
+    [
+        # (c) a future commit, reset away: unreachable but present; no reflog, no ref left
+        ("commit", "git apply /tmp/gold.patch && git commit -qam fix && git reset -q --hard HEAD~1"
+         " && rm -rf .git/logs", {"commit", "gold_patch"}, {"ref", "reflog", "tag"}),
+        # (c) a branch pointing at the future commit
+        ("branch", "git checkout -qb fix && git apply /tmp/gold.patch && git commit -qam fix && "
+         "git checkout -q main && rm -rf .git/logs", {"commit", "ref", "gold_patch"}, {"tag"}),
+        # (c) the reset-back commit with its reflog kept
+        ("reflog", "git apply /tmp/gold.patch && git commit -qam fix && git reset -q --hard HEAD~1",
+         {"commit", "reflog", "gold_patch"}, {"tag"}),
+        # (d) a future annotated tag (ref and tag object), the commit reset away
+        ("tag", "git apply /tmp/gold.patch && git commit -qam fix && git tag -a -m v1.1 v1.1 && "
+         "git reset -q --hard HEAD~1 && rm -rf .git/logs", {"tag", "commit", "gold_patch"},
+         {"reflog"}),
+        # (e) a dangling blob holding the fixed file, no commit
+        ("blob", "git apply /tmp/gold.patch && git hash-object -w textkit/slug.py && "
+         "git checkout -- .", {"gold_patch"}, {"commit", "ref", "reflog", "tag"}),
+        # (e) the same blob inside a pack file (no loose copy)
+        ("packed-blob", "git apply /tmp/gold.patch && git hash-object -w textkit/slug.py && "
+         "git checkout -- . && git repack -qadk && git prune-packed && "
+         "test -z \"$(find .git/objects -path '*/??/*' -type f)\"",
+         {"gold_patch"}, {"commit", "ref", "reflog", "tag"}),
+    ],
+)
+def test_history_leaks(name: str, script: str, expected: set[str], absent: set[str],
+                       variants: Variants, specs: dict[str, TaskSpec], docker_client: Any) -> None:
+    spec = specs["samples__textkit-1"]
+    assert spec.gold_patch
+    tag = variants.build(name, _STAGE.format(base=_agent_tag(spec), script=script),
+                         {"gold.patch": spec.gold_patch.encode()})
+    report = _audit(docker_client, tag, spec)
+    assert expected <= report.kinds, report.to_json()
+    assert not (absent & report.kinds), report.to_json()
+    gold = [f for f in report.findings if f.kind == "gold_patch"]
+    assert gold and all(f.object_id and f.path == "/testbed/.git/objects" for f in gold)
+    assert all(f.layer.startswith("sha256:") for f in report.findings)
+
+
+def test_remote_and_tag_at_base(variants: Variants, specs: dict[str, TaskSpec],
+                                docker_client: Any) -> None:
+    spec = specs["samples__textkit-1"]
+    tag = variants.build(
+        "remote",
+        f"FROM {_agent_tag(spec)}\nRUN git remote add origin https://example.invalid/textkit.git"
+        " && git tag v1.0\n",
+        {},
+    )
+    report = _audit(docker_client, tag, spec)
+    assert report.kinds == {"remote", "tag"}
