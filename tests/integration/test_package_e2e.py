@@ -65,7 +65,9 @@ def test_package_verifies_sample(task: str, out: Path, docker_client: Any) -> No
         assert Path(run["log_dir"], "reward.json").is_file()
         assert run["duration_sec"] > 0
     assert set(result["images"]) == {"agent", "grader"}
-    left = docker_client.containers.list(all=True, filters={"label": "packager.tool=packager"})
+    left = docker_client.containers.list(
+        all=True, filters={"label": f"packager.task=samples/{task}"}
+    )
     assert left == [], "containers left behind"
 
 
