@@ -164,6 +164,8 @@ class PatchFile:
     """One file of a unified diff: its added lines per hunk, and its content when it is new."""
 
     path: str
+    old_path: str | None
+    """The path before the patch (None when the patch creates the file)."""
     new_file: bool
     hunks: tuple[tuple[bytes, ...], ...]
     """Added lines of each hunk, without the `+` and the line ending."""
@@ -231,7 +233,7 @@ def parse_patch(text: str | bytes | None) -> list[PatchFile]:
             if old_path is None and new_path is not None:
                 body = b"\n".join(line for hunk in hunks for line in hunk)
                 new_content = body if no_newline_at_end or not body else body + b"\n"
-            files.append(PatchFile(path, old_path is None, tuple(hunks), new_content))
+            files.append(PatchFile(path, old_path, old_path is None, tuple(hunks), new_content))
             continue
         i += 1
     return files
@@ -239,7 +241,8 @@ def parse_patch(text: str | bytes | None) -> list[PatchFile]:
 
 def norm_lines(data: bytes) -> set[bytes]:
     """The evidence lines of a file: stripped lines of MIN_LINE+ characters, plus, for lines
-    of a diff (`+x`), the line without its marker, so a copied .patch file matches too."""
+    of a diff (`+x`), the line without its marker, so a copied .patch file matches too.
+    """
     stripped = set(map(bytes.strip, data.splitlines()))
     extra = {s[1:].strip() for s in stripped if s[:1] in (b"+", b"-")}
     return {s for s in stripped | extra if len(s) >= MIN_LINE}
@@ -474,6 +477,7 @@ class _Scan:
     secrets: Secrets
     anchors: frozenset[bytes]
     candidates: list[_Candidate] = field(default_factory=list)
+    digests: dict[str, list[tuple[str, str, str | None]]] = field(default_factory=dict)
     files: int = 0
     n_bytes: int = 0
     not_line_scanned: int = 0
@@ -487,7 +491,8 @@ class _Scan:
             self.not_line_scanned += 1
         elif not is_binary(data):
             hits = frozenset(self.anchors.intersection(norm_lines(data)))
-        if hits or digest in self.secrets.exact:
+        self.digests.setdefault(digest, []).append((layer, path, object_id))
+        if hits:
             self.candidates.append(_Candidate(layer, path, object_id, digest, hits))
 
 
@@ -669,6 +674,37 @@ def _base_content(store: _Store, base: str) -> tuple[set[bytes], set[str]]:
     return lines, digests
 
 
+def _patched_files(store: _Store, base: str, patch: str | None) -> dict[str, bytes]:
+    """The files a patch changes, as it leaves them (applied to the base tree on the host)."""
+    files = parse_patch(patch)
+    if not patch or not files:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="packager-audit-apply-") as tmp:
+        root = Path(tmp)
+        for pf in files:
+            if pf.old_path is None:
+                continue
+            blob = _git(store.git_dir, "cat-file", "blob", f"{base}:{pf.old_path}", check=False)
+            if blob.returncode == 0:
+                target = root / pf.old_path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(blob.stdout)
+        applied = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", "-"],
+            cwd=root,
+            input=patch.encode(),
+            capture_output=True,
+            env={**os.environ, **_GIT_ENV, "GIT_CEILING_DIRECTORIES": tmp},
+            timeout=300,
+            check=False,
+        )
+        if applied.returncode != 0:
+            return {}
+        return {
+            pf.path: (root / pf.path).read_bytes() for pf in files if (root / pf.path).is_file()
+        }
+
+
 def _ref_findings(layer: _Layer, workdir_git: str, base: str) -> list[Finding]:
     """Refs, reflogs, remotes and alternates in one layer's copy of the workdir repository."""
     out: list[Finding] = []
@@ -815,22 +851,28 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
         workdir_store = opened[0] if opened and opened[0].where == workdir_objects else None
         if workdir_store is None:
             findings.append(
-                Finding(
-                    "repo", "", "/" + workdir_git, None, "no git objects at the workdir repository"
-                )
+                Finding("repo", "", workdir_git, None, "no git objects at the workdir repository")
             )
         elif _reachable(workdir_store, base) is None:
             findings.append(
                 Finding(
                     "repo",
                     "",
-                    "/" + workdir_git,
+                    workdir_git,
                     base,
                     "base_commit is not in the workdir repository",
                 )
             )
         else:
             base_lines, base_digests = _base_content(workdir_store, base)
+            patches: tuple[tuple[FindingKind, str | None], ...] = (
+                ("test_patch", spec.grading.test_patch),
+                ("gold_patch", spec.gold_patch),
+            )
+            for patch_kind, text in patches:
+                for fpath, data in sorted(_patched_files(workdir_store, base, text).items()):
+                    label = f"{patch_kind.replace('_', ' ')}: {fpath} after the patch"
+                    secrets.exact.setdefault(_sha(data), (patch_kind, label, data))
         if spec.repo.files is not None:
             for data in spec.repo.files.values():
                 base_digests.add(_sha(data))
@@ -868,12 +910,21 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
             for oid, _, data in _cat_batch(store.git_dir, loose_blobs):
                 scan.check(data, store.origin.get(oid, ""), store.where, oid)
         for layer in layers:
-            findings.extend(_ref_findings(layer, "/" + workdir_git, base))
+            findings.extend(_ref_findings(layer, workdir_git, base))
 
     units, dropped = make_units(secrets.sources, base_lines)
     exact = {d: v for d, v in secrets.exact.items() if informative(v[2], base_lines, base_digests)}
     index = {layer.key: n for n, layer in enumerate(layers)}
-    for cand in scan.candidates:
+    found: dict[tuple[str, str, str | None], _Candidate] = {
+        (c.layer, c.path, c.object_id): c for c in scan.candidates
+    }
+    for digest in exact:
+        for layer_key, fpath, obj_id in scan.digests.get(digest, []):
+            found.setdefault(
+                (layer_key, fpath, obj_id),
+                _Candidate(layer_key, fpath, obj_id, digest, frozenset()),
+            )
+    for cand in found.values():
         hits: list[tuple[FindingKind, str]] = []
         if cand.digest in exact:
             kind, label, _ = exact[cand.digest]

@@ -126,12 +126,9 @@ def render_selection(
     from packager.write import write_tree
 
     sources = sel.merged_repo_sources
-    # Pass 1: validate everything, keep nothing but counts (rows are streamed twice).
-    count = 0
+    # Pass 1: validate everything and keep nothing (rows are streamed twice).
     for spec in iter_specs(sel):
-        resolved = resolve_spec(spec, sources)
-        make_harbor_task(resolved)
-        count += 1
+        resolve_spec(spec, sources)
     # Pass 2: render and write.
     written: list[TaskSpec] = []
     paths = OutputPaths(out, sel.dataset.name)

@@ -27,8 +27,12 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.docker
 
-GRADEABLE = ("samples__textkit-1", "samples__intset-2", "samples__kvstore-3",
-             "samples__inventory-4")
+GRADEABLE = (
+    "samples__textkit-1",
+    "samples__intset-2",
+    "samples__kvstore-3",
+    "samples__inventory-4",
+)
 SESSION = uuid.uuid4().hex[:10]
 TEST_LABEL = f"audit-test/{SESSION}"
 
@@ -44,7 +48,9 @@ def specs() -> dict[str, TaskSpec]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> tuple[Path, dict[str, Any]]:
+def built(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: Any
+) -> tuple[Path, dict[str, Any]]:
     """Build the gradeable samples' images through the real CLI (cached by content hash)."""
     out = tmp_path_factory.mktemp("audit-out")
     proc = run_cli("build", *GRADEABLE, "--out", str(out))
@@ -62,8 +68,9 @@ def _agent_tag(spec: TaskSpec) -> str:
 
 
 @pytest.mark.parametrize("task", GRADEABLE)
-def test_sample_agent_image_is_clean(task: str, built: tuple[Path, dict[str, Any]],
-                                     specs: dict[str, TaskSpec], docker_client: Any) -> None:
+def test_sample_agent_image_is_clean(
+    task: str, built: tuple[Path, dict[str, Any]], specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
     out, results = built
     assert results.get(task, {}).get("status") == "built", results.get(task)
     paths = OutputPaths(out, "samples")
@@ -93,8 +100,15 @@ class Variants:
             for rel, data in files.items():
                 (ctx / rel).write_bytes(data)
             self.tags.append(tag)
-            build.build_image(self.client, task=TEST_LABEL, role=f"leak-{name}", context=ctx,
-                              tag=tag, log_path=ctx / "build.log", timeout_sec=600)
+            build.build_image(
+                self.client,
+                task=TEST_LABEL,
+                role=f"leak-{name}",
+                context=ctx,
+                tag=tag,
+                log_path=ctx / "build.log",
+                timeout_sec=600,
+            )
         return tag
 
     def cleanup(self) -> list[str]:
@@ -105,8 +119,9 @@ class Variants:
                 pass
         label = f"{naming.LABEL_TASK}={TEST_LABEL}"
         self.client.images.prune(filters={"dangling": True, "label": label})
-        return [str(i.tags or i.id) for i in self.client.images.list(all=True,
-                                                                     filters={"label": label})]
+        return [
+            str(i.tags or i.id) for i in self.client.images.list(all=True, filters={"label": label})
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +156,9 @@ def _post_patch_test_file(spec: TaskSpec) -> bytes:
         subprocess.run(["git", "clone", "-q", "--no-checkout", str(git_dir), tmp], check=True)
         subprocess.run(["git", "-C", tmp, "checkout", "-q", spec.repo.base_commit], check=True)
         assert spec.grading.test_patch
-        subprocess.run(["git", "-C", tmp, "apply"], input=spec.grading.test_patch.encode(),
-                       check=True)
+        subprocess.run(
+            ["git", "-C", tmp, "apply"], input=spec.grading.test_patch.encode(), check=True
+        )
         path = parse_patch(spec.grading.test_patch)[0].path
         return (Path(tmp) / path).read_bytes()
 
@@ -154,41 +170,50 @@ def _audit(client: Any, tag: str, spec: TaskSpec) -> AuditReport:
     return report
 
 
-def test_hidden_tests_copied_into_image(variants: Variants, specs: dict[str, TaskSpec],
-                                        docker_client: Any) -> None:
+def test_hidden_tests_copied_into_image(
+    variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
     # (a) the test patch's post-patch test file, copied somewhere outside the repository
     spec = specs["samples__textkit-1"]
-    tag = variants.build("tests", f"FROM {_agent_tag(spec)}\nCOPY t.py /opt/leak/test_slug.py\n",
-                         {"t.py": _post_patch_test_file(spec)})
+    tag = variants.build(
+        "tests",
+        f"FROM {_agent_tag(spec)}\nCOPY t.py /opt/leak/test_slug.py\n",
+        {"t.py": _post_patch_test_file(spec)},
+    )
     report = _audit(docker_client, tag, spec)
     assert report.kinds == {"test_patch"}
     (finding,) = report.findings
     assert finding.path == "/opt/leak/test_slug.py" and finding.layer.startswith("sha256:")
 
 
-def test_hidden_file_copied_into_image(variants: Variants, specs: dict[str, TaskSpec],
-                                       docker_client: Any) -> None:
+def test_hidden_file_copied_into_image(
+    variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
     # (a) a PDL hidden test file (grading.hidden_files), byte for byte
     spec = specs["samples__inventory-4"]
     ((path, data),) = spec.grading.hidden_files.items()
-    tag = variants.build("hidden", f"FROM {_agent_tag(spec)}\nCOPY h.py /root/{Path(path).name}\n",
-                         {"h.py": data})
+    tag = variants.build(
+        "hidden", f"FROM {_agent_tag(spec)}\nCOPY h.py /root/{Path(path).name}\n", {"h.py": data}
+    )
     report = _audit(docker_client, tag, spec)
     assert report.kinds == {"hidden_test"}
     assert "exact copy of hidden file" in report.findings[0].detail
 
 
-def test_grader_file_copied_into_image(variants: Variants, specs: dict[str, TaskSpec],
-                                       docker_client: Any) -> None:
+def test_grader_file_copied_into_image(
+    variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
     spec = specs["samples__kvstore-3"]
     data = spec.grading.grader_files["grade.py"]
-    tag = variants.build("grader", f"FROM {_agent_tag(spec)}\nCOPY g.py /usr/local/lib/g.py\n",
-                         {"g.py": data})
+    tag = variants.build(
+        "grader", f"FROM {_agent_tag(spec)}\nCOPY g.py /usr/local/lib/g.py\n", {"g.py": data}
+    )
     assert _audit(docker_client, tag, spec).kinds == {"grader_file"}
 
 
-def test_gold_patch_added_then_deleted(variants: Variants, specs: dict[str, TaskSpec],
-                                       docker_client: Any) -> None:
+def test_gold_patch_added_then_deleted(
+    variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
     # (b) in one layer, gone in the next: invisible in a container, still in the image
     spec = specs["samples__textkit-1"]
     assert spec.gold_patch
@@ -208,34 +233,70 @@ def test_gold_patch_added_then_deleted(variants: Variants, specs: dict[str, Task
     ("name", "script", "expected", "absent"),
     [
         # (c) a future commit, reset away: unreachable but present; no reflog, no ref left
-        ("commit", "git apply /tmp/gold.patch && git commit -qam fix && git reset -q --hard HEAD~1"
-         " && rm -rf .git/logs", {"commit", "gold_patch"}, {"ref", "reflog", "tag"}),
+        (
+            "commit",
+            "git apply /tmp/gold.patch && git commit -qam fix && git reset -q --hard HEAD~1"
+            " && rm -rf .git/logs .git/ORIG_HEAD",
+            {"commit", "gold_patch"},
+            {"ref", "reflog", "tag"},
+        ),
         # (c) a branch pointing at the future commit
-        ("branch", "git checkout -qb fix && git apply /tmp/gold.patch && git commit -qam fix && "
-         "git checkout -q main && rm -rf .git/logs", {"commit", "ref", "gold_patch"}, {"tag"}),
+        (
+            "branch",
+            "git checkout -qb fix && git apply /tmp/gold.patch && git commit -qam fix && "
+            "git checkout -q main && rm -rf .git/logs .git/ORIG_HEAD",
+            {"commit", "ref", "gold_patch"},
+            {"tag"},
+        ),
         # (c) the reset-back commit with its reflog kept
-        ("reflog", "git apply /tmp/gold.patch && git commit -qam fix && git reset -q --hard HEAD~1",
-         {"commit", "reflog", "gold_patch"}, {"tag"}),
+        (
+            "reflog",
+            "git apply /tmp/gold.patch && git commit -qam fix && git reset -q --hard HEAD~1",
+            {"commit", "reflog", "gold_patch"},
+            {"tag"},
+        ),
         # (d) a future annotated tag (ref and tag object), the commit reset away
-        ("tag", "git apply /tmp/gold.patch && git commit -qam fix && git tag -a -m v1.1 v1.1 && "
-         "git reset -q --hard HEAD~1 && rm -rf .git/logs", {"tag", "commit", "gold_patch"},
-         {"reflog"}),
+        (
+            "tag",
+            "git apply /tmp/gold.patch && git commit -qam fix && git tag -a -m v1.1 v1.1 && "
+            "git reset -q --hard HEAD~1 && rm -rf .git/logs .git/ORIG_HEAD",
+            {"tag", "commit", "gold_patch"},
+            {"reflog"},
+        ),
         # (e) a dangling blob holding the fixed file, no commit
-        ("blob", "git apply /tmp/gold.patch && git hash-object -w textkit/slug.py && "
-         "git checkout -- .", {"gold_patch"}, {"commit", "ref", "reflog", "tag"}),
+        (
+            "blob",
+            "git apply /tmp/gold.patch && git hash-object -w textkit/slug.py && git checkout -- .",
+            {"gold_patch"},
+            {"commit", "ref", "reflog", "tag"},
+        ),
         # (e) the same blob inside a pack file (no loose copy)
-        ("packed-blob", "git apply /tmp/gold.patch && git hash-object -w textkit/slug.py && "
-         "git checkout -- . && git repack -qadk && git prune-packed && "
-         "test -z \"$(find .git/objects -path '*/??/*' -type f)\"",
-         {"gold_patch"}, {"commit", "ref", "reflog", "tag"}),
+        (
+            "packed-blob",
+            "git apply /tmp/gold.patch && git hash-object -w textkit/slug.py && "
+            "git checkout -- . && git repack -qadk && git prune-packed && "
+            "test -z \"$(find .git/objects -path '*/??/*' -type f)\"",
+            {"gold_patch"},
+            {"commit", "ref", "reflog", "tag"},
+        ),
     ],
 )
-def test_history_leaks(name: str, script: str, expected: set[str], absent: set[str],
-                       variants: Variants, specs: dict[str, TaskSpec], docker_client: Any) -> None:
+def test_history_leaks(
+    name: str,
+    script: str,
+    expected: set[str],
+    absent: set[str],
+    variants: Variants,
+    specs: dict[str, TaskSpec],
+    docker_client: Any,
+) -> None:
     spec = specs["samples__textkit-1"]
     assert spec.gold_patch
-    tag = variants.build(name, _STAGE.format(base=_agent_tag(spec), script=script),
-                         {"gold.patch": spec.gold_patch.encode()})
+    tag = variants.build(
+        name,
+        _STAGE.format(base=_agent_tag(spec), script=script),
+        {"gold.patch": spec.gold_patch.encode()},
+    )
     report = _audit(docker_client, tag, spec)
     assert expected <= report.kinds, report.to_json()
     assert not (absent & report.kinds), report.to_json()
@@ -244,8 +305,9 @@ def test_history_leaks(name: str, script: str, expected: set[str], absent: set[s
     assert all(f.layer.startswith("sha256:") for f in report.findings)
 
 
-def test_remote_and_tag_at_base(variants: Variants, specs: dict[str, TaskSpec],
-                                docker_client: Any) -> None:
+def test_remote_and_tag_at_base(
+    variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
     spec = specs["samples__textkit-1"]
     tag = variants.build(
         "remote",
@@ -255,3 +317,22 @@ def test_remote_and_tag_at_base(variants: Variants, specs: dict[str, TaskSpec],
     )
     report = _audit(docker_client, tag, spec)
     assert report.kinds == {"remote", "tag"}
+
+
+def test_small_fix_caught_as_the_fixed_file(
+    variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
+    # intset's gold hunk is too small to be line evidence once base lines are discounted; the
+    # fixed file itself (the patch applied to the base tree) is still found by its hash.
+    spec = specs["samples__intset-2"]
+    assert spec.gold_patch
+    fixed = parse_patch(spec.gold_patch)[0].path
+    script = f"git apply /tmp/gold.patch && git hash-object -w {fixed} && git checkout -- ."
+    tag = variants.build(
+        "intset-blob",
+        _STAGE.format(base=_agent_tag(spec), script=script),
+        {"gold.patch": spec.gold_patch.encode()},
+    )
+    report = _audit(docker_client, tag, spec)
+    assert report.kinds == {"gold_patch"}
+    assert "after the patch" in report.findings[0].detail and report.findings[0].object_id
