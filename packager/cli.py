@@ -383,6 +383,43 @@ def verify_command(
     raise typer.Exit(0 if run.reward is not None else 1)
 
 
+@app.command("audit")
+def audit_command(
+    tasks: TasksArg = None,
+    all_tasks: AllOpt = False,
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    schema: SchemaOpt = None,
+    out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None,
+) -> None:
+    """Inspect every layer and git object of built agent images for leaks (exit 1 on a leak).
+
+    Looks for hidden tests, grader files, test- and gold-patch content, commits after the base
+    commit, tags, reflogs and remotes. `package` runs this before verifying.
+    """
+    from packager import build
+    from packager.audit import audit_path, audit_task
+    from packager.pipeline import OutputPaths, render_selection
+
+    try:
+        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        specs = render_selection(sel, out)
+        client = build.connect()
+        paths = OutputPaths(out, sel.dataset.name)
+        leaks = 0
+        for spec in specs:
+            report = audit_task(client, spec, paths)
+            where = audit_path(paths, spec.provenance.slug)
+            typer.echo(f"{spec.task_id}: {report.status} ({report.stats['seconds']} s) -> {where}")
+            for f in report.findings:
+                typer.echo(f"  {f.kind} {f.path} {f.object_id or ''} {f.detail}")
+            leaks += 0 if report.clean else 1
+    except PackagerError as exc:
+        _fail(exc)
+    raise typer.Exit(1 if leaks else 0)
+
+
 @app.command("report")
 def report_command(
     dataset: DatasetOpt = None,

@@ -351,6 +351,30 @@ def package_one(
     images = {"agent": str(built["agent_image"]), "grader": str(built["grader_image"])}
     durations = {"build": round(time.monotonic() - started, 3)}
     logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
+    from packager.audit import AuditError, audit_path, audit_task
+
+    try:
+        audit = audit_task(client, spec, paths)
+    except AuditError as exc:
+        return TaskResult(
+            **base,
+            status="infra_error",
+            reason=str(exc),
+            images=images,
+            durations=durations,
+            logs={"dir": str(paths.log_dir(slug)), **logs},
+        )
+    durations["audit"] = float(audit.stats["seconds"])
+    logs["audit"] = str(audit_path(paths, slug))
+    if not audit.clean:
+        return TaskResult(
+            **base,
+            status="leak",
+            reason=audit.summary(),
+            images=images,
+            durations=durations,
+            logs={"dir": str(paths.log_dir(slug)), **logs},
+        )
     if spec.grading.rule == "judge":
         return TaskResult(
             **base,
@@ -415,7 +439,11 @@ def read_results(paths: OutputPaths) -> list[TaskResult]:
     folder = paths.base / "results"
     if not folder.is_dir():
         return []
-    return [TaskResult.model_validate_json(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    return [
+        TaskResult.model_validate_json(p.read_text())
+        for p in sorted(folder.glob("*.json"))
+        if not p.name.endswith(".audit.json")
+    ]
 
 
 def write_report(paths: OutputPaths) -> Path:
