@@ -155,8 +155,10 @@ class HarborJob:
 
 
 def run_jobs(jobs: Sequence[HarborJob], *, label: str) -> list[int]:
-    """Run harbor jobs side by side; returns their exit codes. A job past its deadline is
-    stopped, its containers removed, and RunError raised (after every job has ended).
+    """Run harbor jobs side by side; returns their exit codes.
+
+    A job past its deadline is stopped and its containers removed; RunError is raised once
+    every job has ended.
     """
     harbor = require_harbor()
     env = harbor_env()
@@ -185,9 +187,7 @@ def run_jobs(jobs: Sequence[HarborJob], *, label: str) -> list[int]:
                 codes.append(proc.wait(timeout=max(0.0, deadline - time.monotonic())))
             except subprocess.TimeoutExpired:
                 _stop(proc)
-                _remove_containers(
-                    {**job.cleanup_labels, RUN_ID_VARIABLE: ""} and job.cleanup_labels
-                )
+                _remove_containers(job.cleanup_labels)
                 late.append(job)
                 codes.append(-1)
     except BaseException:

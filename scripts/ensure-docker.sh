@@ -39,6 +39,10 @@ start_engine() {
     say "dockerd is installed but not running. Start it with 'sudo systemctl start docker' and retry."
     exit 1
   fi
+  # A dockerd killed with its session leaves a pid file behind that blocks the next start.
+  for pidfile in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+    if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null; then rm -f "$pidfile"; fi
+  done
   say "starting dockerd in the background (log: $LOG_DIR/dockerd.log)"
   nohup dockerd >"$LOG_DIR/dockerd.log" 2>&1 &
   for _ in $(seq 1 60); do
