@@ -1,0 +1,45 @@
+"""`--ca-bundle`: builds trust an extra CA bundle (TLS-intercepting proxies)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, run_cli, sample_rows
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_build_with_extra_ca_bundle(tmp_path: Path, docker_client: Any) -> None:
+    row = next(r for r in sample_rows() if r["instance_id"] == "samples__inventory-4")
+    row["instance_id"] = "samples__inventory-ca"  # a distinct task, so its images are built here
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    (tmp_path / "repos").symlink_to(ROOT / "packager" / "samples" / "repos")
+    bundle = tmp_path / "proxy-ca.crt"
+    bundle.write_bytes(Path("/etc/ssl/certs/ca-certificates.crt").read_bytes()[:4096])
+    out = tmp_path / "out"
+    proc = run_cli(
+        "build",
+        row["instance_id"],
+        "--dataset",
+        str(data),
+        "--out",
+        str(out),
+        "--ca-bundle",
+        str(bundle),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((out / "rows" / "results" / f"{row['instance_id']}.json").read_text())
+    agent = result["images"]["agent"]
+    try:
+        shown = docker_client.containers.run(
+            agent, ["bash", "-c", "cat $PIP_CERT"], remove=True, network_mode="none"
+        )
+        assert shown == bundle.read_bytes()
+    finally:
+        for tag in result["images"].values():
+            docker_client.images.remove(tag, force=True)
