@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from packager.adapters.pdl import evaluate_formula, normalise_formula
 from tests.conftest import run_cli, sample_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -42,7 +43,9 @@ def _expected_nop(task: str) -> float | None:
     if "base_reward" in row:
         return float(row["base_reward"])
     if "reward_formula" in row:
-        return 0.2  # PDL floor: public tests and build pass, hidden tests fail
+        # The PDL floor: the untouched repo passes its public tests and builds, fails hidden ones.
+        formula = normalise_formula(row["reward_formula"], task)
+        return evaluate_formula(formula, {"hidden": 0.0, "public": 1.0, "build_health": 1.0})
     return None
 
 
@@ -143,4 +146,5 @@ def test_verify_patch_scores_a_candidate(out: Path, docker_client: Any, tmp_path
         .stdout.strip()
         .splitlines()[-1]
     )
-    assert data["reward"] == pytest.approx(0.2)
+    base = next(r for r in sample_rows() if r["instance_id"] == task)["base_reward"]
+    assert data["reward"] == pytest.approx(base)
