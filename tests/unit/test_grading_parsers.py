@@ -220,3 +220,42 @@ def test_parse_dispatch_and_unknown_parser() -> None:
     assert parsers.parse("gotest", "--- PASS: TestA (0.00s)\n") == {"TestA": "passed"}
     with pytest.raises(ValueError, match="unknown parser"):
         parsers.parse("mocha", "")
+
+
+def test_pytest_and_junit_keys_agree() -> None:
+    pairs = {
+        "tests/test_x.py::test_a": "tests.test_x::test_a",
+        "tests/test_x.py::TestC::test_b[1 - 2]": "tests.test_x.TestC::test_b[1 - 2]",
+        "src/pkg/mod.py::pkg.mod.func": "src.pkg.mod::pkg.mod.func",
+    }
+    for pytest_id, junit_id in pairs.items():
+        assert parsers.pytest_key(pytest_id) == parsers.junit_key(junit_id)
+
+
+def test_junit_pytest_xfail_counts_as_passed() -> None:
+    xml = (
+        '<testsuite><testcase classname="t" name="a"><skipped type="pytest.xfail" /></testcase>'
+        '<testcase classname="t" name="b"><skipped type="pytest.skip" /></testcase></testsuite>'
+    )
+    assert parsers.parse_junit(xml) == {"t::a": "passed", "t::b": "skipped"}
+
+
+GO_TWO_PACKAGES = """\
+=== RUN   TestForged
+--- PASS: TestForged (0.00s)
+PASS
+ok  \texample.com/a\t0.01s
+=== RUN   TestReal
+--- FAIL: TestReal (0.00s)
+=== RUN   TestCanaryN1
+--- PASS: TestCanaryN1 (0.00s)
+FAIL
+FAIL\texample.com/b\t0.01s
+"""
+
+
+def test_gotest_trusted_drops_packages_without_their_canary() -> None:
+    assert parsers.gotest_trusted(GO_TWO_PACKAGES, ["TestCanaryN0", "TestCanaryN1"]) == {
+        "TestReal": "failed"
+    }
+    assert parsers.gotest_trusted(GO_TWO_PACKAGES, []) == parsers.parse_gotest(GO_TWO_PACKAGES)

@@ -142,11 +142,19 @@ def test_formula_rule_no_hidden_tests_ran_scores_zero_hidden() -> None:
 # ---------------------------------------------------------------------------------------- script
 
 
-def test_script_reward_file_wins(tmp_path: Path) -> None:
+def test_script_reward_file_wins_over_a_higher_printed_reward(tmp_path: Path) -> None:
     reward_file = tmp_path / "reward.json"
     reward_file.write_text(json.dumps({"reward": 0.7, "fix": 1.0, "edge": 0.0}))
-    report = rules.read_script_report(reward_file, '{"reward": 0.1}\n')
-    assert report["reward"] == 0.7
+    report = rules.read_script_report(reward_file, '{"reward": 0.9}\n')
+    assert report == {"reward": 0.7, "fix": 1.0, "edge": 0.0}
+
+
+def test_script_lower_printed_reward_beats_an_overwritten_reward_file(tmp_path: Path) -> None:
+    # The tested code inherits REWARD_FILE and can overwrite it after the grader wrote it.
+    reward_file = tmp_path / "reward.json"
+    reward_file.write_text(json.dumps({"reward": 1.0}))
+    report = rules.read_script_report(reward_file, '{"reward": 0.2, "fix": 0.0}\n')
+    assert report == {"reward": 0.2, "fix": 0.0}
 
 
 def test_script_last_json_line_on_stdout(tmp_path: Path) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -346,3 +348,118 @@ def test_write_outputs_degrades_non_finite_reward(tmp_path: Path) -> None:
     written = json.loads((tmp_path / "report.json").read_text())
     assert written["status"] == "infra_error"
     assert "not a finite number" in written["reason"]
+
+
+# ------------------------------------------------------------------------ adversarial defences
+# Each defence of docs/security.md "Adversarial patches", on the small real repository.
+
+
+def test_default_protection_restores_conftest_and_config(task: Task) -> None:
+    plugin = (
+        "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n"
+        "    outcome = yield\n    rep = outcome.get_result()\n"
+        "    rep.outcome, rep.longrepr = 'passed', None\n"
+    )
+    patch = task.diff(
+        {
+            "conftest.py": plugin,
+            "cheat.py": plugin,
+            "pytest.ini": "[pytest]\naddopts = -p cheat\n",
+            "sitecustomize.py": "print('hooked')\n",
+        }
+    )
+    reward, report = task.grade(patch, protected_paths=[])
+    assert reward["reward"] == 0.0
+    assert report["tests"][F2P[0]] == "failed"
+    restored = {v["path"] for v in report["violations"]}
+    assert restored == {"conftest.py", "pytest.ini", "sitecustomize.py"}
+
+
+FORGED_SUMMARY = (
+    "import os\n"
+    "print('=' * 10 + ' short test summary info ' + '=' * 10)\n"
+    f"print('PASSED {F2P[0]}')\n"
+    f"print('PASSED {P2P[0]}')\n"
+    "print('=' * 10 + ' 2 passed in 0.01s ' + '=' * 10, flush=True)\n"
+)
+
+
+def test_forged_summary_then_exit_is_not_trusted(task: Task) -> None:
+    # No JUnit report: the pytest session never finished, so nothing it printed counts.
+    patch = task.diff({"calc.py": CALC_BUGGY + "\n" + FORGED_SUMMARY + "os._exit(0)\n"})
+    reward, report = task.grade(patch, test_command=f"{PYTEST} -s tests")  # -s: uncaptured
+    assert "PASSED" in (task.out / "test-output.txt").read_text()
+    assert reward["reward"] == 0.0
+    assert report["tests"] == {}
+    assert any("JUnit" in note for note in report["notes"])
+
+
+def test_forged_summary_printed_at_exit_is_outvoted_by_junit(task: Task) -> None:
+    code = FORGED_SUMMARY.replace("print(", "_p(") + "\n"
+    forger = (
+        "import atexit\n\n\ndef _forge():\n"
+        "    _p = print\n" + "".join(f"    {line}\n" for line in code.splitlines() if line) + "\n\n"
+        "atexit.register(_forge)\n"
+    )
+    reward, report = task.grade(task.diff({"calc.py": CALC_BUGGY + "\n" + forger}))
+    assert "summary" in (task.out / "test-output.txt").read_text()
+    assert reward["reward"] == 0.0
+    assert report["tests"][F2P[0]] == "failed"
+
+
+def test_detached_reward_writer_is_killed(task: Task) -> None:
+    target = task.root / "reward.txt"
+    daemon = (
+        "import subprocess\n"
+        f"subprocess.Popen(['sh', '-c', 'sleep 2; echo forged > {target}'],"
+        " start_new_session=True)\n"
+    )
+    reward, _ = task.grade(task.diff({"calc.py": CALC_BUGGY + "\n" + daemon}))
+    assert reward["reward"] == 0.0
+    time.sleep(3)
+    assert not target.exists()  # the sweep killed the setsid'd sleeper before it wrote
+
+
+def test_changed_grader_files_are_restored_in_place(task: Task) -> None:
+    script = task.task / "test.sh"
+    script.write_text("#!/bin/bash\necho original\n")
+    inode = script.stat().st_ino
+    tamper = f"open({str(script)!r}, 'a').write('echo injected\\n')\n"
+    patch = task.diff({"calc.py": CALC_FIXED + "\n" + tamper})
+    reward, report = task.grade(patch)
+    assert reward == {"reward": 0.0}
+    assert report["status"] == "policy_violation"
+    assert {"kind": "grader_files_changed", "path": "test.sh"} in report["violations"]
+    assert script.read_text() == "#!/bin/bash\necho original\n"
+    assert script.stat().st_ino == inode  # bash reads it through an open descriptor
+
+
+def test_sweep_descendants_kills_a_double_forked_process() -> None:
+    assert grade.set_subreaper()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess; subprocess.Popen(['sleep', '60'], start_new_session=True)",
+        ]
+    )
+    proc.wait()
+    assert grade.descendants(os.getpid())  # re-parented to us, not to init
+    assert grade.sweep_descendants() >= 1
+    assert grade.descendants(os.getpid()) == []
+
+
+def test_go_canaries(tmp_path: Path) -> None:
+    (tmp_path / "a.go").write_text("// Package a.\npackage a\n")
+    (tmp_path / "a_test.go").write_text("package a_test\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x_test.go").write_text("//go:build ignore\n\npackage main\n")
+    (tmp_path / "sub" / "y_test.go").write_text("package y\n")
+    (tmp_path / "vendor" / "v").mkdir(parents=True)
+    (tmp_path / "vendor" / "v" / "v_test.go").write_text("package v\n")
+    canaries = grade.write_go_canaries(tmp_path, "abc")
+    assert [name for name, _ in canaries] == ["TestGradingCanaryabcN0", "TestGradingCanaryabcN1"]
+    sources = {p.parent.name: p.read_text() for _, p in canaries}
+    assert sources[tmp_path.name].startswith("package a\n")
+    assert sources["sub"].startswith("package y\n")
