@@ -35,7 +35,7 @@ import tomli_w
 from packager.errors import EngineUnavailableError, RunError
 from packager.model import RunResult, TaskResult, TaskSpec
 from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG
-from packager.verify import make_result
+from packager.verify import excerpt, make_result
 
 if TYPE_CHECKING:
     from packager.pipeline import OutputPaths
@@ -231,6 +231,15 @@ def _seconds(result: dict[str, Any]) -> float:
     return round(max(0.0, (end - start).total_seconds()), 3)
 
 
+def _shorten(text: str, limit: int = 600) -> str:
+    """Harbor's messages quote whole compose commands: keep the start and the cause (end)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} … {text[-half:]}"
+
+
 def read_trials(job_dir: Path) -> list[Trial]:
     """Every trial of a job folder (subfolders with result.json), oldest first."""
     trials = []
@@ -248,7 +257,7 @@ def read_trials(job_dir: Path) -> list[Trial]:
                 task=str(data.get("task_name") or result_file.parent.name.rsplit("__", 1)[0]),
                 path=result_file.parent,
                 rewards={k: float(v) for k, v in rewards.items()} if rewards else None,
-                error=error.strip().rstrip(":") if error else None,
+                error=_shorten(error.strip().rstrip(":")) if error else None,
                 started_at=str(data.get("started_at") or ""),
                 duration_sec=_seconds(data),
             )
@@ -287,8 +296,30 @@ def trial_run(kind: Kind, trial: Trial) -> RunResult:
         reward=reward,
         grade_status=str(report.get("status", "graded")),
         reason=report.get("reason"),
+        **_apply_logs(trial.path, report),
         **common,
     )
+
+
+def _apply_logs(trial_dir: Path, report: dict[str, Any]) -> dict[str, str]:
+    """As the local engine: solve.sh's output when it failed, else the grader's apply log when
+    the patch did not apply (written next to the trial's result.json as apply.log).
+    """
+    exit_file = trial_dir / "agent" / "exit-code.txt"
+    solve_log = trial_dir / "agent" / "oracle.txt"
+    code = exit_file.read_text().strip() if exit_file.is_file() else ""
+    if code not in ("", "0"):
+        text = solve_log.read_text(errors="replace") if solve_log.is_file() else ""
+        return {
+            "apply_log": str(solve_log),
+            "apply_excerpt": f"solve.sh exit {code}: {excerpt(text)}",
+        }
+    apply = report.get("apply")
+    if report.get("status") == "patch_failed" and isinstance(apply, dict) and apply.get("log"):
+        apply_log = trial_dir / "apply.log"
+        apply_log.write_text(str(apply["log"]))
+        return {"apply_log": str(apply_log), "apply_excerpt": excerpt(str(apply["log"]))}
+    return {}
 
 
 def _no_trial(job: HarborJob, code: int) -> str:

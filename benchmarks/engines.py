@@ -1,0 +1,85 @@
+"""Local engine vs Harbor: wall time of one oracle run of each gradeable sample task.
+
+One local-engine run (`packager.verify.run_once`: agent container, collect, fresh grader
+container) and one `harbor run -p TASK -a oracle` trial (prebuilt images, compose, separate
+verifier), measured alternately (local, harbor, local, harbor, ...) for ROUNDS rounds in one
+run, because machines are noisy. Prints the medians and their ratio. Needs Docker and the pinned
+Harbor (`make harbor`); builds the images first (`packager build`, cached by content).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from packager.build import connect  # noqa: E402
+from packager.harbor_engine import read_trials, run_jobs, task_job  # noqa: E402
+from packager.pipeline import OutputPaths, Selection, iter_specs  # noqa: E402
+from packager.sources import open_dataset  # noqa: E402
+from packager.targets.harbor import collect_command, make_harbor_task  # noqa: E402
+from packager.verify import RunPlan, run_once  # noqa: E402
+
+TASKS = ["samples__textkit-1", "samples__intset-2", "samples__kvstore-3", "samples__inventory-4"]
+ROUNDS = 3
+OUT = ROOT / "build" / "bench-engines"
+
+
+def main() -> int:
+    subprocess.run(
+        [sys.executable, "-m", "packager", "build", *TASKS, "--out", str(OUT)],
+        check=True,
+        capture_output=True,
+    )
+    client = connect()
+    paths = OutputPaths(OUT, "samples")
+    sel = Selection(dataset=open_dataset(None), task_ids=tuple(TASKS))
+    print(f"{'task':24} {'local s':>8} {'harbor s':>9} {'ratio':>6}  rewards (local / harbor)")
+    ratios = []
+    for spec in iter_specs(sel):
+        slug = spec.provenance.slug
+        task = make_harbor_task(spec)
+        plan = RunPlan(
+            task=f"bench/{slug}",
+            agent_image=task.agent_image,
+            grader_image=task.grader_image,
+            workdir=spec.repo.workdir,
+            collect=collect_command(spec),
+            solution_dir=paths.task_dir(slug) / "solution",
+            grade_timeout_sec=spec.grading.timeout_sec,
+            agent_timeout_sec=spec.agent_timeout_sec,
+            network=spec.environment.network,
+        )
+        local, harbor, rewards = [], [], []
+        for i in range(ROUNDS):
+            started = time.perf_counter()
+            run = run_once(client, plan, "oracle", OUT / "bench-logs" / slug / str(i))
+            local.append(time.perf_counter() - started)
+            job = task_job(
+                paths.task_dir(slug),
+                "oracle",
+                OUT / "bench-jobs" / slug / str(i),
+                timeout_sec=1800.0,
+                cleanup_labels={"packager.task": f"samples/{slug}"},
+            )
+            started = time.perf_counter()
+            run_jobs([job], label=f"bench/{slug}")
+            harbor.append(time.perf_counter() - started)
+            trials = read_trials(job.job_dir)
+            got = trials[0].rewards if trials else None
+            harbor_reward = got.get("reward") if got else None
+            rewards.append(f"{run.reward}/{harbor_reward}")
+        lm, hm = statistics.median(local), statistics.median(harbor)
+        ratios.append(hm / lm)
+        print(f"{slug:24} {lm:8.2f} {hm:9.2f} {hm / lm:6.1f}  {' '.join(rewards)}")
+    print(f"median ratio harbor/local: {statistics.median(ratios):.1f}x over {ROUNDS} rounds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
