@@ -53,9 +53,10 @@ check: lint typecheck test
 golden: install
 	$(BIN)/python -m tests.golden.regenerate
 
-bench: install docker
+bench: install docker harbor
 	$(BIN)/python benchmarks/render.py
 	$(BIN)/python benchmarks/verify.py
+	$(BIN)/python benchmarks/engines.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

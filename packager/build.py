@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
+import socket
 import tarfile
 import tempfile
 import threading
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from packager import naming
-from packager.errors import BuildError, EngineUnavailableError
+from packager.errors import BuildError, EngineUnavailableError, RunError
 
 ENGINE_HINT = (
     "no Docker engine is reachable. Run `make docker` (installs and starts dockerd on Debian "
@@ -80,27 +82,129 @@ class BuildOutcome:
 RUN_ID = uuid.uuid4().hex[:12]
 """Labels containers of this process, so Ctrl-C removes exactly what this run started."""
 
+LABEL_PID = "packager.pid"
+LABEL_HOST = "packager.host"
+"""Containers also name the process that owns them, so a later run can remove the orphans of a
+run that died with the daemon unreachable (it could not remove its own containers then)."""
+
+CANCEL = threading.Event()
+"""Set on Ctrl-C: workers stop before their next container or build, and builds stop waiting."""
+
+
+class Cancelled(Exception):
+    """The run was interrupted (Ctrl-C); raised in workers, never reported as a task result."""
+
+
+def check_cancelled() -> None:
+    """Raise Cancelled once the run has been interrupted."""
+    if CANCEL.is_set():
+        raise Cancelled
+
 
 def labels_for(task: str, role: str, *, container: bool = True) -> dict[str, str]:
     """Labels on every image and container this tool makes (containers also name the run)."""
     labels = {naming.LABEL_TOOL: "packager", naming.LABEL_TASK: task, naming.LABEL_ROLE: role}
     if container:
         labels[naming.LABEL_RUN] = RUN_ID
+        labels[LABEL_PID] = str(os.getpid())
+        labels[LABEL_HOST] = socket.gethostname()
     return labels
 
 
 def remove_run_containers(client: DockerClient) -> int:
     """Force-remove every container this process started (after Ctrl-C); returns the count."""
-    removed = 0
+    return _remove(
+        client.containers.list(all=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"})
+    )
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_orphan_containers(client: DockerClient) -> int:
+    """Remove containers left by packager runs of this host whose process is gone (a run that
+    lost the daemon cannot remove its own containers). Live runs' containers are never touched.
+    """
+    host = socket.gethostname()
+    orphans = []
     for container in client.containers.list(
-        all=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"}
+        all=True, filters={"label": [f"{naming.LABEL_TOOL}=packager", f"{LABEL_HOST}={host}"]}
     ):
+        labels = container.labels or {}
+        pid = labels.get(LABEL_PID, "")
+        if labels.get(naming.LABEL_RUN) == RUN_ID or not pid.isdigit():
+            continue
+        if not _pid_alive(int(pid)):
+            orphans.append(container)
+    return _remove(orphans)
+
+
+def _remove(containers: list[Any]) -> int:
+    removed = 0
+    for container in containers:
         try:
             container.remove(force=True)
             removed += 1
         except Exception:  # noqa: BLE001 - it may be gone already
             pass
     return removed
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether an SDK error means the engine went away (connection refused, reset or cut
+    mid-response), as opposed to a read timeout or a refusal by a live engine.
+    """
+    import requests
+
+    if isinstance(exc, requests.exceptions.ReadTimeout) or "timed out" in str(exc).lower():
+        return False
+    return isinstance(
+        exc, (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError)
+    )
+
+
+def base_images(dockerfile: str) -> list[str]:
+    """Images the FROM lines name, without build stages, `scratch` and `${ARG}` references."""
+    stages: set[str] = set()
+    images: list[str] = []
+    for line in dockerfile.splitlines():
+        words = [w for w in line.split() if not w.startswith("--")]
+        if not words or words[0].upper() != "FROM" or len(words) < 2:
+            continue
+        image = words[1]
+        if len(words) >= 4 and words[2].upper() == "AS":
+            stages.add(words[3].lower())
+        if image.lower() in stages or image == "scratch" or "$" in image:
+            continue
+        if image not in images:
+            images.append(image)
+    return images
+
+
+def check_base_images(
+    client: DockerClient, dockerfile: str, *, task: str, log_path: Path, pull: bool
+) -> None:
+    """Fail fast when a base image is missing and pulls are disabled (the default): a build
+    would otherwise try the registry, which can hang where none is reachable.
+    """
+    if pull:
+        return
+    missing = [image for image in base_images(dockerfile) if not image_exists(client, image)]
+    if missing:
+        reason = (
+            f"base image {', '.join(missing)} not present locally and pulls are disabled "
+            "(docker pull/load it first, or pass --pull)"
+        )
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"ERROR: {reason}\n")
+        raise BuildError(task, missing[0], reason, log_path)
 
 
 def build_image(
@@ -120,6 +224,7 @@ def build_image(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     error: list[str] = []
+    lost: list[str] = []
     done = threading.Event()
 
     def stream() -> None:
@@ -142,14 +247,22 @@ def build_image(
                         error.append(str(chunk["error"]).strip())
                     log.flush()
         except Exception as exc:  # the SDK raises APIError, BuildError, connection errors
-            error.append(f"{type(exc).__name__}: {exc}")
+            if is_connection_error(exc):
+                lost.append(f"{type(exc).__name__}: {exc}")
+            else:
+                error.append(f"{type(exc).__name__}: {exc}")
         finally:
             done.set()
 
     worker = threading.Thread(target=stream, daemon=True)
     worker.start()
-    if not done.wait(timeout_sec):
-        raise BuildError(task, tag, f"timed out after {timeout_sec:.0f} s", log_path)
+    deadline = started + timeout_sec
+    while not done.wait(0.5):
+        check_cancelled()
+        if time.monotonic() >= deadline:
+            raise BuildError(task, tag, f"timed out after {timeout_sec:.0f} s", log_path)
+    if lost:
+        raise RunError(task, f"lost the Docker engine while building {tag}: {lost[-1]}", log_path)
     if error or not image_exists(client, tag):
         reason = error[-1] if error else "no image produced"
         raise BuildError(task, tag, reason.splitlines()[-1][:300], log_path)

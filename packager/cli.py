@@ -142,7 +142,38 @@ CaOpt = Annotated[
     ),
 ]
 BuildTimeoutOpt = Annotated[float, typer.Option("--build-timeout", help="Seconds per image build.")]
+ENGINES = ("local", "harbor")
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="Verification engine: local (Docker SDK, seconds per run) or harbor (the real "
+        "`harbor run` in the pinned .harbor environment; `make harbor`).",
+    ),
+]
 OracleRunsOpt = Annotated[int, typer.Option("--oracle-runs", min=1, help="Oracle runs per task.")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Verify again tasks already verified for the same images (no resume)."
+    ),
+]
+PullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--pull/--no-pull",
+        help="Let builds pull missing base images from a registry (default: fail fast).",
+    ),
+]
+MemoryOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--memory-mb",
+        min=16,
+        help="Memory limit of each agent and grader container, in MiB (no swap beyond it); "
+        "a run killed for memory is an infra_error.",
+    ),
+]
 
 
 def _run_tasks(
@@ -154,9 +185,19 @@ def _run_tasks(
     ca_bundle: Path | None,
     build_timeout: float,
     oracle_runs: int,
+    force: bool = False,
+    pull: bool = False,
+    memory_mb: int | None = None,
+    engine: str = "local",
 ) -> int:
-    """Render, then build (and verify) every selected task; print the table; return exit code."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    """Render, then build (and verify) every selected task; print the table; return exit code.
+
+    With `verify`, a task whose saved result is already `verified` for the same images and
+    engine is reported as cached and not run again (unless `force`): a rerun resumes.
+    Ctrl-C stops the workers, removes this run's containers and exits 130; results of finished
+    tasks are kept and the interrupted tasks write none.
+    """
+    from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -166,6 +207,7 @@ def _run_tasks(
     from packager.pipeline import (
         BuildOptions,
         OutputPaths,
+        cached_result,
         package_one,
         render_selection,
         write_report,
@@ -176,20 +218,37 @@ def _run_tasks(
     specs = render_selection(sel, out)
     paths = OutputPaths(out, sel.dataset.name)
     client = build.connect()
-    opts = BuildOptions(timeout_sec=build_timeout, ca_bundle=ca_bundle)
+    swept = build.remove_orphan_containers(client)
+    if swept:
+        console.print(f"removed {swept} container(s) left by an earlier run that did not finish")
+    opts = BuildOptions(timeout_sec=build_timeout, ca_bundle=ca_bundle, pull=pull)
     results: list[TaskResult] = []
+    todo = []
+    for spec in specs:
+        cached = (
+            None
+            if (force or not verify)
+            else cached_result(paths, spec, oracle_runs=oracle_runs, engine=engine)
+        )
+        if cached is None:
+            todo.append(spec)
+            continue
+        results.append(cached)
+        typer.echo(
+            f"{cached.instance_id}: {cached.status} (cached: same images already verified, "
+            f"{paths.result_file(spec.provenance.slug)}; --force reruns)"
+        )
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
     )
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures: dict[Future[TaskResult], object] = {}
     try:
-        with (
-            Progress(*columns, console=console, transient=False) as progress,
-            ThreadPoolExecutor(max_workers=workers) as pool,
-        ):
-            bar = progress.add_task("build + verify" if verify else "build", total=len(specs))
+        with Progress(*columns, console=console, transient=False) as progress:
+            bar = progress.add_task("build + verify" if verify else "build", total=len(todo))
             futures = {
                 pool.submit(
                     package_one,
@@ -200,23 +259,41 @@ def _run_tasks(
                     verify=verify,
                     oracle_runs=oracle_runs,
                     client=client,
+                    memory_mb=memory_mb,
+                    engine=engine,
                 ): spec
-                for spec in specs
+                for spec in todo
             }
             for future in as_completed(futures):
                 result = future.result()
                 assert isinstance(result, TaskResult)
-                write_result(paths, result)
+                where = write_result(paths, result)
                 results.append(result)
-                progress.console.print(
+                kept = (
+                    f" [earlier result kept; this one in {where}]"
+                    if where != paths.result_file(result.task)
+                    else ""
+                )
+                typer.echo(
                     f"{result.instance_id}: {result.status}"
                     + (f" ({result.reason})" if result.reason else "")
+                    + kept
                 )
                 progress.advance(bar)
     except KeyboardInterrupt:
+        build.CANCEL.set()
+        pool.shutdown(wait=False, cancel_futures=True)
         removed = build.remove_run_containers(client)
+        # Workers stop at their next container or build; wait for them, then sweep again.
+        for future in futures:
+            try:
+                future.exception(timeout=60)
+            except BaseException:  # noqa: BLE001 - cancelled, timed out or interrupted again
+                pass
+        removed += build.remove_run_containers(client)
         console.print(f"interrupted: removed {removed} container(s); finished results are kept")
         raise typer.Exit(130) from None
+    pool.shutdown(wait=True)
     report = write_report(paths)
     _print_table(sorted(results, key=lambda r: r.instance_id))
     typer.echo(f"results: {paths.base / 'results'}  report: {report}")
@@ -248,6 +325,7 @@ def build_command(
     workers: WorkersOpt = 1,
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
+    pull: PullOpt = False,
 ) -> None:
     """Render, then build each task's agent image and grader image (cached by content hash)."""
     try:
@@ -260,6 +338,7 @@ def build_command(
             ca_bundle=ca_bundle,
             build_timeout=build_timeout,
             oracle_runs=1,
+            pull=pull,
         )
     except PackagerError as exc:
         _fail(exc)
@@ -279,8 +358,15 @@ def package_command(
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
     oracle_runs: OracleRunsOpt = 2,
+    force: ForceOpt = False,
+    pull: PullOpt = False,
+    memory_mb: MemoryOpt = None,
+    engine: EngineOpt = "local",
 ) -> None:
-    """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0)."""
+    """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0).
+
+    Tasks already verified for the same images are reported as cached (resume); --force reruns.
+    """
     try:
         sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
         code = _run_tasks(
@@ -291,6 +377,10 @@ def package_command(
             ca_bundle=ca_bundle,
             build_timeout=build_timeout,
             oracle_runs=oracle_runs,
+            force=force,
+            pull=pull,
+            memory_mb=memory_mb,
+            engine=engine,
         )
     except PackagerError as exc:
         _fail(exc)
@@ -307,7 +397,7 @@ def verify_command(
     out: OutOpt = Path("build"),
     repo_source: RepoSourceOpt = None,
     workers: WorkersOpt = 1,
-    engine: Annotated[str, typer.Option("--engine", help="Verification engine: local.")] = "local",
+    engine: EngineOpt = "local",
     patch: Annotated[
         Path | None,
         typer.Option(
@@ -318,12 +408,16 @@ def verify_command(
         ),
     ] = None,
     oracle_runs: OracleRunsOpt = 2,
+    force: ForceOpt = False,
+    memory_mb: MemoryOpt = None,
 ) -> None:
     """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
     import json
 
-    if engine != "local":
-        raise typer.BadParameter(f"unknown engine {engine!r} (available: local)")
+    if engine not in ENGINES:
+        raise typer.BadParameter(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
+    if patch is not None and engine != "local":
+        raise typer.BadParameter("--patch grades with the local engine")
     try:
         sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
         if patch is None:
@@ -335,6 +429,9 @@ def verify_command(
                 ca_bundle=None,
                 build_timeout=1800.0,
                 oracle_runs=oracle_runs,
+                force=force,
+                memory_mb=memory_mb,
+                engine=engine,
             )
             raise typer.Exit(code)
         from packager import build
@@ -357,6 +454,7 @@ def verify_command(
             collect=collect_command(spec),
             solution_dir=paths.task_dir(spec.provenance.slug) / "solution",
             grade_timeout_sec=spec.grading.timeout_sec,
+            memory_mb=memory_mb,
         )
         run = run_once(
             client,

@@ -159,6 +159,9 @@ class RunResult(Frozen):
     reason: str | None = None
     duration_sec: float
     log_dir: str
+    apply_log: str | None = None
+    """Oracle runs whose gold patch did not apply: the log saying why (solve.sh or grader)."""
+    apply_excerpt: str | None = None
 
 
 class TaskResult(Frozen):

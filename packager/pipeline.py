@@ -148,6 +148,10 @@ def render_selection(
         written.append(resolved)
         if on_task is not None:
             on_task(resolved)
+    # The Harbor dataset manifest covers every task folder of the dataset, not only this run's.
+    from packager.harbor_engine import write_harbor_dataset
+
+    write_harbor_dataset(paths)
     return written
 
 
@@ -165,6 +169,8 @@ class BuildOptions:
 
     timeout_sec: float = 1800.0
     ca_bundle: Path | None = None
+    pull: bool = False
+    """Let the engine pull missing base images; off by default, so a missing base fails fast."""
 
 
 def build_task(
@@ -211,6 +217,13 @@ def build_task(
             )
             repos.write_snapshot_tar(snap, task_dir / "environment" / SNAPSHOT_FILE)
         context = task_dir / "environment"
+        build.check_base_images(
+            client,
+            (context / "Dockerfile").read_text(),
+            task=label,
+            log_path=logs / "build-agent.log",
+            pull=opts.pull,
+        )
         if opts.ca_bundle is not None:
             dockerfile = (context / "Dockerfile").read_text()
             base = build.first_from(dockerfile)
@@ -264,10 +277,18 @@ def verify_task(
     engine: str = "local",
     durations: dict[str, float] | None = None,
     extra_logs: dict[str, str] | None = None,
+    memory_mb: int | None = None,
 ) -> TaskResult:
-    """Run the oracle `oracle_runs` times and the nop once; return the TaskResult."""
+    """Run the oracle `oracle_runs` times and the nop once; return the TaskResult.
+
+    The first run that hits an infrastructure fault ends the task's runs (its status is
+    `infra_error` whatever the other runs would say).
+    """
     from packager.targets.harbor import collect_command
     from packager.verify import RunPlan, make_result, run_once
+
+    if TYPE_CHECKING:
+        from packager.model import RunResult
 
     slug = spec.provenance.slug
     logs = paths.log_dir(slug)
@@ -281,11 +302,17 @@ def verify_task(
         grade_timeout_sec=spec.grading.timeout_sec,
         agent_timeout_sec=spec.agent_timeout_sec,
         network=spec.environment.network,
+        memory_mb=memory_mb,
     )
-    oracle = [
-        run_once(client, plan, "oracle", logs / f"oracle-{i + 1}") for i in range(oracle_runs)
-    ]
-    nop = run_once(client, plan, "nop", logs / "nop")
+    oracle: list[RunResult] = []
+    nop: RunResult | None = None
+    for i in range(oracle_runs):
+        oracle.append(run_once(client, plan, "oracle", logs / f"oracle-{i + 1}"))
+        if oracle[-1].grade_status == "infra_error":
+            break
+    else:
+        nop = run_once(client, plan, "nop", logs / "nop")
+    apply_logs = next(({"apply": r.apply_log} for r in oracle if r.apply_log), {})
     return make_result(
         task=slug,
         instance_id=spec.task_id,
@@ -296,7 +323,7 @@ def verify_task(
         nop=nop,
         expected_nop=spec.expectations.nop_reward,
         durations=durations or {},
-        logs={"dir": str(logs), **(extra_logs or {})},
+        logs={"dir": str(logs), **(extra_logs or {}), **apply_logs},
     )
 
 
@@ -309,19 +336,27 @@ def package_one(
     verify: bool,
     oracle_runs: int,
     client: DockerClient,
+    memory_mb: int | None = None,
+    engine: str = "local",
 ) -> TaskResult:
-    """Build and (optionally) verify one task; every failure becomes this task's result."""
+    """Build and (optionally) verify one task; every failure becomes this task's result.
+
+    Only an interruption (Ctrl-C: `build.Cancelled`) escapes: an interrupted task has no result.
+    """
     import time
 
+    from packager.build import Cancelled, check_cancelled
     from packager.errors import BuildError, PackagerError, RepoSourceError
     from packager.model import TaskResult
+
+    check_cancelled()
 
     slug = spec.provenance.slug
     base = {
         "task": slug,
         "instance_id": spec.task_id,
         "dataset": spec.provenance.dataset,
-        "engine": "local",
+        "engine": engine,
         "expected_nop": spec.expectations.nop_reward,
     }
     started = time.monotonic()
@@ -348,6 +383,16 @@ def package_one(
             reason=str(exc),
             logs={"dir": str(paths.log_dir(slug))},
         )
+    except Cancelled:
+        raise
+    except Exception as exc:  # noqa: BLE001 - docker/requests errors: the daemon went away
+        return TaskResult(
+            **base,
+            status="infra_error",
+            reason=f"{type(exc).__name__}: {exc}",
+            logs={"dir": str(paths.log_dir(slug))},
+        )
+    check_cancelled()
     images = {"agent": str(built["agent_image"]), "grader": str(built["grader_image"])}
     durations = {"build": round(time.monotonic() - started, 3)}
     logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
@@ -393,7 +438,19 @@ def package_one(
             durations=durations,
             logs={"dir": str(paths.log_dir(slug)), **logs},
         )
+    check_cancelled()
     try:
+        if engine == "harbor":
+            from packager.harbor_engine import verify_task_harbor
+
+            return verify_task_harbor(
+                spec,
+                paths,
+                images=images,
+                oracle_runs=oracle_runs,
+                durations=durations,
+                extra_logs=logs,
+            )
         return verify_task(
             client,
             spec,
@@ -402,7 +459,10 @@ def package_one(
             images=images,
             durations=durations,
             extra_logs=logs,
+            memory_mb=memory_mb,
         )
+    except Cancelled:
+        raise
     except PackagerError as exc:
         return TaskResult(
             **base,
@@ -423,13 +483,62 @@ def package_one(
         )
 
 
+def error_file(paths: OutputPaths, slug: str) -> Path:
+    """results/<task>.error.json: an infra_error that did not replace an earlier verdict."""
+    return paths.base / "results" / f"{slug}.error.json"
+
+
 def write_result(paths: OutputPaths, result: TaskResult) -> Path:
-    """results/<task>.json, atomically."""
+    """results/<task>.json, atomically; returns the path written.
+
+    An `infra_error` (the run did not complete) never replaces an earlier verdict: when
+    results/<task>.json holds a result of another status it stays untouched, and the error goes
+    to results/<task>.error.json. Any other result replaces results/<task>.json and removes a
+    stale error file.
+    """
+    from packager.model import TaskResult
     from packager.write import write_json
 
     target = paths.result_file(result.task)
+    if result.status == "infra_error" and target.is_file():
+        try:
+            previous = TaskResult.model_validate_json(target.read_text())
+        except ValueError:
+            previous = None
+        if previous is not None and previous.status != "infra_error":
+            target = error_file(paths, result.task)
+    elif result.status != "infra_error":
+        error_file(paths, result.task).unlink(missing_ok=True)
     write_json(target, result.model_dump(mode="json"))
     return target
+
+
+def cached_result(
+    paths: OutputPaths, spec: TaskSpec, *, oracle_runs: int, engine: str = "local"
+) -> TaskResult | None:
+    """The task's saved result when it is `verified` for the very images this spec renders to,
+    by the same engine, with at least `oracle_runs` oracle runs: a rerun skips such a task.
+    """
+    from packager.model import TaskResult
+    from packager.targets.harbor import make_harbor_task
+
+    target = paths.result_file(spec.provenance.slug)
+    if not target.is_file():
+        return None
+    try:
+        previous = TaskResult.model_validate_json(target.read_text())
+    except ValueError:
+        return None
+    task = make_harbor_task(spec)
+    same = previous.images == {"agent": task.agent_image, "grader": task.grader_image}
+    if (
+        previous.status == "verified"
+        and same
+        and previous.engine == engine
+        and len(previous.oracle) >= oracle_runs
+    ):
+        return previous
+    return None
 
 
 def read_results(paths: OutputPaths) -> list[TaskResult]:
@@ -442,7 +551,7 @@ def read_results(paths: OutputPaths) -> list[TaskResult]:
     return [
         TaskResult.model_validate_json(p.read_text())
         for p in sorted(folder.glob("*.json"))
-        if not p.name.endswith(".audit.json")
+        if not p.name.endswith((".audit.json", ".error.json"))
     ]
 
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packager.build import DockerClient, labels_for, make_tar, read_tar_member
+from packager.build import (
+    DockerClient,
+    check_cancelled,
+    is_connection_error,
+    labels_for,
+    make_tar,
+    read_tar_member,
+)
 from packager.errors import RunError
 from packager.model import RunResult, Status, TaskResult
 
@@ -34,6 +41,38 @@ class RunPlan:
     grade_timeout_sec: int
     agent_timeout_sec: int = AGENT_TIMEOUT_DEFAULT
     network: bool = False
+    memory_mb: int | None = None
+    """Memory limit of every run container (no swap beyond it); None = the engine's default."""
+
+
+EXCERPT_CHARS = 400
+RUN_FILES = (
+    "reward.json",
+    "report.json",
+    "test-output.txt",
+    "apply.log",
+    "agent.txt",
+    "collect.txt",
+    "grader.txt",
+    "model.patch",
+)
+"""What one run writes in its log folder (cleared first, so nothing stale is read back)."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The last meaningful lines of a log, on one line, at most `limit` characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    joined = " | ".join(lines)
+    return joined if len(joined) <= limit else "…" + joined[-limit:]
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What the agent phase left: the collected patch and, for the oracle, solve.sh's exit."""
+
+    patch: bytes
+    solve_exit: int | None = None
+    solve_log: Path | None = None
 
 
 @contextmanager
@@ -45,9 +84,14 @@ def _container(
     command: list[str],
     workdir: str,
     network: bool,
+    memory_mb: int | None = None,
 ) -> Iterator[Any]:
+    check_cancelled()
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
     kwargs: dict[str, Any] = {} if network else {"network_mode": "none"}
+    if memory_mb is not None:
+        kwargs["mem_limit"] = f"{memory_mb}m"
+        kwargs["memswap_limit"] = f"{memory_mb}m"
     container = client.containers.create(
         image,
         command=command,
@@ -76,8 +120,28 @@ def _exec(container: Any, command: str, workdir: str, timeout: int) -> tuple[int
     return int(result.exit_code), (result.output or b"").decode(errors="replace")
 
 
+def _oom_killed(box: Any) -> bool:
+    """Whether the kernel killed a process of the container for memory (cgroup OOM)."""
+    box.reload()
+    return bool((box.attrs.get("State") or {}).get("OOMKilled"))
+
+
+def _oom_error(plan: RunPlan, phase: str, log_dir: Path) -> RunError:
+    limit = f"{plan.memory_mb} MiB" if plan.memory_mb else "the engine's limit"
+    return RunError(
+        plan.task, f"{phase} container was killed for memory (OOMKilled, limit {limit})", log_dir
+    )
+
+
 def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -> bytes:
     """Run the agent phase (oracle or nop) and return the collected model.patch."""
+    return agent_phase(client, plan, kind, log_dir).patch
+
+
+def agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -> AgentOutcome:
+    """Run the agent phase (oracle or nop); the collected model.patch and solve.sh's exit."""
+    solve_exit: int | None = None
+    solve_log: Path | None = None
     with _container(
         client,
         plan.agent_image,
@@ -86,6 +150,7 @@ def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Pat
         ["sleep", "infinity"],
         plan.workdir,
         plan.network,
+        plan.memory_mb,
     ) as box:
         box.start()
         if kind == "oracle":
@@ -95,14 +160,17 @@ def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Pat
                 if p.is_file()
             }
             box.put_archive("/", make_tar(files, {"solution/solve.sh": 0o755}))
-            code, out = _exec(box, "/solution/solve.sh", plan.workdir, plan.agent_timeout_sec)
-            (log_dir / "agent.txt").write_text(f"exit code {code}\n{out}")
+            solve_exit, out = _exec(box, "/solution/solve.sh", plan.workdir, plan.agent_timeout_sec)
+            solve_log = log_dir / "agent.txt"
+            solve_log.write_text(f"exit code {solve_exit}\n{out}")
         code, out = _exec(box, plan.collect, plan.workdir, 120)
         if code != 0:
             (log_dir / "collect.txt").write_text(out)
+        if plan.memory_mb is not None and _oom_killed(box):
+            raise _oom_error(plan, "agent", log_dir)
         stream, _ = box.get_archive("/logs/artifacts/model.patch")
         data = read_tar_member(b"".join(stream), "model.patch")
-        return data or b""
+        return AgentOutcome(data or b"", solve_exit, solve_log)
 
 
 def run_grader_phase(
@@ -118,6 +186,7 @@ def run_grader_phase(
         ["bash", "/tests/test.sh"],
         plan.workdir,
         False,
+        plan.memory_mb,
     ) as box:
         box.put_archive("/", make_tar({"logs/artifacts/model.patch": patch}))
         box.start()
@@ -125,15 +194,24 @@ def run_grader_phase(
         try:
             status = box.wait(timeout=deadline)
         except Exception as exc:  # requests ReadTimeout or connection errors
+            if is_connection_error(exc):
+                raise RunError(
+                    plan.task,
+                    f"lost the Docker engine while grading ({type(exc).__name__}: {exc})",
+                    log_dir,
+                ) from exc
             try:
                 box.kill()
             except Exception:  # noqa: BLE001 - best effort before the report says why
                 pass
             raise RunError(
                 plan.task,
-                f"grader did not finish within {deadline} s ({type(exc).__name__})",
+                f"grader did not finish within {deadline} s (timeout; {type(exc).__name__})",
                 log_dir,
             ) from exc
+        if _oom_killed(box):
+            (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
+            raise _oom_error(plan, "grader", log_dir)
         (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
         stream, _ = box.get_archive("/logs/verifier")
         archive = b"".join(stream)
@@ -150,20 +228,32 @@ def run_grader_phase(
             plan.task, f"no reward.json written (grader exit {status.get('StatusCode')})", log_dir
         )
     report["reward_json"] = reward
+    apply = report.get("apply")
+    if report.get("status") == "patch_failed" and isinstance(apply, dict) and apply.get("log"):
+        (log_dir / "apply.log").write_text(str(apply["log"]))
     return report
 
 
 def run_once(
     client: DockerClient, plan: RunPlan, kind: str, log_dir: Path, patch: bytes | None = None
 ) -> RunResult:
-    """One full run: agent phase (unless a patch is given), then grading."""
+    """One full run: agent phase (unless a patch is given), then grading.
+
+    Infrastructure faults (timeouts, OOM kills, a lost engine) become an `infra_error` run;
+    reward.json is still written as 0 in the run's log folder, as Harbor would read it.
+    """
     log_dir.mkdir(parents=True, exist_ok=True)
+    for stale in RUN_FILES:
+        (log_dir / stale).unlink(missing_ok=True)
     started = time.monotonic()
+    agent: AgentOutcome | None = None
     try:
         if patch is None:
-            patch = run_agent_phase(client, plan, kind, log_dir)
+            agent = agent_phase(client, plan, kind, log_dir)
+            patch = agent.patch
         report = run_grader_phase(client, plan, kind, patch, log_dir)
     except RunError as exc:
+        _write_zero_reward(log_dir, exc.reason)
         return RunResult(
             kind=kind,
             reward=None,
@@ -174,15 +264,45 @@ def run_once(
         )
     rewards = report["reward_json"]
     subscores = {k: float(v) for k, v in rewards.items() if k != "reward"}
+    apply_log: str | None = None
+    apply_excerpt: str | None = None
+    if agent is not None and agent.solve_exit not in (None, 0) and agent.solve_log is not None:
+        apply_log = str(agent.solve_log)
+        apply_excerpt = f"solve.sh exit {agent.solve_exit}: " + excerpt(
+            agent.solve_log.read_text(errors="replace").split("\n", 1)[-1]
+        )
+    elif (log_dir / "apply.log").is_file():
+        apply_log = str(log_dir / "apply.log")
+        apply_excerpt = excerpt((log_dir / "apply.log").read_text(errors="replace"))
+    reason = report.get("reason")
+    grade_status = str(report.get("status", "graded"))
+    if grade_status == "infra_error" and reason and "timeout" in str(reason):
+        reason = f"timeout: the test command ran past {plan.grade_timeout_sec} s ({reason})"
     return RunResult(
         kind=kind,
         reward=float(rewards["reward"]),
         subscores=subscores,
-        grade_status=str(report.get("status", "graded")),
-        reason=report.get("reason"),
+        grade_status=grade_status,
+        reason=reason,
         duration_sec=round(time.monotonic() - started, 3),
         log_dir=str(log_dir),
+        apply_log=apply_log,
+        apply_excerpt=apply_excerpt,
     )
+
+
+def _write_zero_reward(log_dir: Path, reason: str) -> None:
+    """A run that did not finish still leaves reward.json = 0 (fail closed), unless the grader
+    wrote one; report.json says why.
+    """
+    from packager.write import write_json
+
+    if not (log_dir / "reward.json").is_file():
+        write_json(log_dir / "reward.json", {"reward": 0})
+    if not (log_dir / "report.json").is_file():
+        write_json(
+            log_dir / "report.json", {"status": "infra_error", "reason": reason, "reward": 0}
+        )
 
 
 def decide_status(
@@ -198,7 +318,10 @@ def decide_status(
     solved = [r.reward == 1.0 for r in oracle]
     if not any(solved):
         worst = oracle[0]
-        return "gold_failed", f"oracle reward {worst.reward} ({worst.grade_status}: {worst.reason})"
+        reason = f"oracle reward {worst.reward} ({worst.grade_status}: {worst.reason})"
+        if worst.apply_log:
+            reason += f"; gold patch did not apply: {worst.apply_excerpt} (log: {worst.apply_log})"
+        return "gold_failed", reason
     if not all(solved):
         return "flaky", f"oracle rewards {[r.reward for r in oracle]}"
     assert nop is not None and nop.reward is not None

@@ -36,7 +36,11 @@ SENSITIVE_PATTERNS = (".git", ".env", ".env.*", "*.env")
 _IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
 _WORKDIR_RE = re.compile(r"^(/[A-Za-z0-9._+-]+)+$")
 
-_DOCKERIGNORE = """\
+BUILD_CA_NAME = "packager-build-ca.crt"
+"""An optional CA bundle next to Dockerfile.hud at build time only (never rendered): the pip
+stage of the image trusts it. The stage is thrown away, so the file stays out of the image."""
+
+_DOCKERIGNORE = f"""\
 # Allow-list: only what Dockerfile.hud copies is sent to the builder (and to `hud deploy`).
 *
 !.dockerignore
@@ -47,6 +51,7 @@ _DOCKERIGNORE = """\
 !pyproject.toml
 !grader
 !grader/**
+!{BUILD_CA_NAME}
 """
 
 
@@ -105,6 +110,9 @@ def make_hud_files(
             hud_requirement=f"hud=={HUD_VERSION}",
             typer_requirement=TYPER_SPEC,
             port=HUD_PORT,
+            build_ca=BUILD_CA_NAME,
+            # A one-character class: COPY accepts a glob matching nothing, so the file is optional.
+            build_ca_glob=f"{BUILD_CA_NAME[:-1]}[{BUILD_CA_NAME[-1]}]",
         )
     )
     files["pyproject.toml"] = OutFile(tomli_w.dumps(_pyproject(env_name)).encode())

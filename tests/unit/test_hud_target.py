@@ -3,13 +3,14 @@ from __future__ import annotations
 import ast
 import fnmatch
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from packager.model import Grading, Provenance, Repo, TaskSpec
 from packager.naming import make_hud_env_name
 from packager.render import FileTree, OutFile
-from packager.targets.hud import make_hud_files
+from packager.targets.hud import BUILD_CA_NAME, make_hud_files
 
 AGENT_IMAGE = "packager/samples.textkit-1:agent-0123456789ab"
 DATASET = "samples"
@@ -172,10 +173,10 @@ def test_deterministic() -> None:
 
 def test_dockerfile() -> None:
     text = _files()["Dockerfile.hud"].data.decode()
-    assert text.splitlines()[0] == f"FROM {AGENT_IMAGE}"
-    assert "chmod -R go-rwx /hud" in text
+    assert text.splitlines()[0] == f"FROM {AGENT_IMAGE} AS hud-base"
+    assert "chmod 700 /hud;" in text and 'chmod -R go-rwx "$path"' in text
+    assert "chmod -R go-rwx /hud/venv" in text
     assert "hud==0.6.21 'typer<0.29'" in text
-    assert "ARG PIP_CERT" in text
     assert "COPY grader/ /hud/grader/" in text
     assert "/hud/baseline.tar" in text
     assert "ENV REPO_DIR=/testbed" in text
@@ -200,6 +201,8 @@ def test_dockerignore_allows_what_the_dockerfile_copies() -> None:
     assert "*" in lines
     for name in ("env.py", "tasks.py", "instruction.md", "grader", "Dockerfile.hud"):
         assert f"!{name}" in lines
+    assert f"!{BUILD_CA_NAME}" in lines  # build-time only; never rendered
+    assert BUILD_CA_NAME not in _files()
 
 
 def test_instruction_file() -> None:
@@ -279,3 +282,76 @@ def test_values_in_python_sources_are_literals() -> None:
     )
     assert columns["instance_id"] == "x\"'\\\n{{ y }}"
     assert columns["language"] == "c'\"++"
+
+
+def test_dockerfile_keeps_build_settings_in_a_throwaway_pip_stage() -> None:
+    """The CA bundle and the index URL reach only the `hud-venv` stage; the image copies the
+    venv out of it, so neither is in the final image's layers or history.
+    """
+    text = _files()["Dockerfile.hud"].data.decode()
+    stages = text.split("\nFROM ")
+    assert [s.split("\n", 1)[0] for s in stages[1:]] == ["hud-base AS hud-venv", "hud-base"]
+    base, venv, final = stages
+    pip_stage = "FROM " + venv
+    assert 'ARG PIP_INDEX_URL=""' in pip_stage
+    assert f"COPY pyproject.toml {BUILD_CA_NAME[:-1]}[{BUILD_CA_NAME[-1]}] /tmp/hud-build/" in (
+        pip_stage
+    )
+    assert f"export PIP_CERT=/tmp/hud-build/{BUILD_CA_NAME}" in pip_stage
+    assert "rm -rf /tmp/hud-build" in pip_stage
+    for other in (base, final):
+        assert "PIP_INDEX_URL" not in other and "PIP_CERT" not in other
+        assert "ARG " not in other
+    assert "COPY --from=hud-venv /hud/venv /hud/venv" in final
+    assert "bubblewrap" in base and "util-linux" in base and "procps" in base
+
+
+def test_hud_build_host_pip_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from packager import hud_build
+
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.delenv("PIP_CERT", raising=False)
+    assert hud_build.host_index_url({}) is None
+    assert hud_build.host_index_url({"global.extra-index-url": "file:///opt/x"}) is None
+    assert hud_build.host_index_url({"global.index-url": "file:///opt/simple"}) is None
+    settings = {"global.index-url": "https://a.invalid/simple", ":env:.index-url": ""}
+    assert hud_build.host_index_url(settings) == "https://a.invalid/simple"
+    settings["install.index-url"] = "https://b.invalid/simple"
+    assert hud_build.host_index_url(settings) == "https://b.invalid/simple"
+    monkeypatch.setenv("PIP_INDEX_URL", "https://c.invalid/simple")
+    assert hud_build.host_index_url(settings) == "https://c.invalid/simple"
+
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("x")
+    assert hud_build.host_ca_bundle({"global.cert": str(bundle)}) == bundle
+    missing = {"global.cert": str(tmp_path / "missing.pem")}
+    default = hud_build.DEFAULT_CA_BUNDLE
+    assert hud_build.host_ca_bundle(missing) == (default if default.is_file() else None)
+
+
+def test_hud_image_tag_is_a_content_hash(tmp_path: Path) -> None:
+    from packager.hud_build import hud_image_tag
+
+    source = tmp_path / "samples__textkit-1"
+    (source / "grader").mkdir(parents=True)
+    (source / "env.py").write_text("a")
+    (source / "grader" / "plan.json").write_text("{}")
+    tag = hud_image_tag(source, DATASET)
+    assert tag.startswith("packager/samples.samples__textkit-1:hud-")
+    assert hud_image_tag(source, DATASET) == tag
+    (source / "grader" / "plan.json").write_text("{ }")
+    assert hud_image_tag(source, DATASET) != tag
+
+
+def test_build_hud_image_refuses_another_base(tmp_path: Path) -> None:
+    from packager.errors import BuildError
+    from packager.hud_build import build_hud_image
+
+    source = tmp_path / "samples__textkit-1"
+    for path, entry in _files().items():
+        (source / path).parent.mkdir(parents=True, exist_ok=True)
+        (source / path).write_bytes(entry.data)
+    with pytest.raises(BuildError, match="expected agent image"):
+        build_hud_image(object(), source, "other:tag", "t:hud", tmp_path / "log")  # type: ignore[arg-type]
+    with pytest.raises(BuildError, match="render the task first"):
+        build_hud_image(object(), tmp_path, AGENT_IMAGE, "t:hud", tmp_path / "log")  # type: ignore[arg-type]

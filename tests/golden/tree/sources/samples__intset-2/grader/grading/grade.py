@@ -14,9 +14,11 @@ its sibling modules, where it runs as a script; the package import serves the un
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -83,6 +85,8 @@ def new_report() -> Report:
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     # Write-then-rename: a reader never sees half a file, even if we are killed mid-write.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)  # a directory squatting on the name would make os.replace fail
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n", "utf-8")
     os.replace(tmp, path)
 
@@ -130,6 +134,97 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+PR_SET_CHILD_SUBREAPER = 36
+SWEEP_PASSES = 50
+
+
+def set_subreaper() -> bool:
+    """Make this process the child subreaper of everything it starts (Linux ``prctl``).
+
+    A process that double-forks or calls ``setsid`` leaves the command's process group, but it
+    is still re-parented to us rather than to init, so ``sweep_descendants`` can find it.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except Exception:
+        return False
+
+
+def _process_table() -> Dict[int, Tuple[int, str]]:
+    """Map pid -> (ppid, state) from /proc (empty where /proc is unavailable)."""
+    table: Dict[int, Tuple[int, str]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        # "pid (comm) S ppid ...": comm may hold spaces and parentheses, so cut at the last ')'.
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) >= 2 and fields[1].isdigit():
+            table[int(name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def descendants(root: int) -> List[int]:
+    """Every live (non-zombie) process below ``root``."""
+    table = _process_table()
+    children: Dict[int, List[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: List[int] = []
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return [p for p in found if table[p][1] != "Z"]
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def sweep_descendants() -> int:
+    """SIGKILL every process the runtime's commands left behind; return how many were killed.
+
+    Run after each command, before any of its results are read: nothing the code under test
+    started (a daemon rewriting reward.json, a REWARD_FILE or the test log) survives it.
+    Raises ``Stop`` when processes keep appearing (a fork bomb), which scores 0.
+    """
+    me = os.getpid()
+    killed = 0
+    for _ in range(SWEEP_PASSES):
+        alive = descendants(me)
+        if not alive:
+            _reap_children()
+            return killed
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+        _reap_children()
+    raise Stop("infra_error", "the command's processes could not be stopped")
+
+
 def run_logged(
     command: str,
     cwd: Path,
@@ -150,6 +245,7 @@ def run_logged(
     begin = f"===== grading: output begin {nonce} ====="
     end = f"===== grading: output end {nonce}"
     shell = shutil.which("bash") or "/bin/sh"
+    set_subreaper()
     with open(log_path, "ab") as log:
         log.write(f"$ {command}\n{begin}\n".encode("utf-8", "replace"))
         log.flush()
@@ -173,6 +269,7 @@ def run_logged(
                 code = proc.wait()
             finally:
                 _kill_group(proc)
+                sweep_descendants()
         finally:
             if err is not None:
                 err.close()
@@ -224,6 +321,82 @@ def _command_env(plan: Mapping[str, Any]) -> Dict[str, str]:
     return env
 
 
+# ------------------------------------------------------------------------------ grader files
+
+SNAPSHOT_BYTES_LIMIT = 64 * 1024 * 1024
+
+
+class GraderFiles:
+    """The plan's folder (``/tests``: test.sh, plan.json, this runtime, the payload) as it was
+    before any command ran. The code under test runs as the same user as the runtime, so it
+    could rewrite it, and ``test.sh`` is still being read by bash after grade.py exits: lines
+    written after the one running grade.py would run next (and could overwrite reward.json).
+    ``check`` puts every changed or deleted file back and reports what it had to restore.
+    ``__pycache__`` folders are not watched (Python writes them there legitimately).
+    """
+
+    def __init__(self, root: Path, skip: Sequence[Path] = ()) -> None:
+        self.root = root
+        self.skip = [p.resolve() for p in skip]
+        self.files: Dict[str, Tuple[str, int, Optional[bytes]]] = {}
+        budget = SNAPSHOT_BYTES_LIMIT
+        for path in self._walk():
+            data = path.read_bytes()
+            keep = data if len(data) <= budget else None
+            budget -= len(data) if keep is not None else 0
+            digest = hashlib.sha256(data).hexdigest()
+            self.files[path.relative_to(root).as_posix()] = (digest, path.stat().st_mode, keep)
+
+    def _walk(self) -> List[Path]:
+        found: List[Path] = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            here = Path(dirpath)
+            dirnames[:] = [
+                d for d in dirnames if d != "__pycache__" and (here / d).resolve() not in self.skip
+            ]
+            found.extend(here / f for f in filenames if (here / f).is_file())
+        return sorted(found)
+
+    def check(self) -> List[str]:
+        """Restore what changed; return the relative paths that had been changed or deleted."""
+        changed: List[str] = []
+        for rel, (digest, mode, data) in self.files.items():
+            path = self.root / rel
+            try:
+                same = (
+                    path.is_file()
+                    and not path.is_symlink()
+                    and hashlib.sha256(path.read_bytes()).hexdigest() == digest
+                )
+            except OSError:
+                same = False
+            if same:
+                continue
+            changed.append(rel)
+            if data is not None:
+                if path.is_symlink() or path.is_dir():
+                    patching._remove(path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                # In place, never a new inode: bash still reads test.sh through the descriptor
+                # it opened, so replacing the file would leave the tampered bytes under it.
+                with open(path, "wb") as f:
+                    f.write(data)
+                os.chmod(path, mode & 0o7777)
+        return changed
+
+
+def _check_grader_files(guard: Optional[GraderFiles], report: Report) -> None:
+    if guard is None:
+        return
+    changed = guard.check()
+    if changed:
+        report["violations"].extend({"kind": "grader_files_changed", "path": p} for p in changed)
+        raise Stop(
+            "policy_violation",
+            "the code under test changed the grader's files: " + ", ".join(changed),
+        )
+
+
 # -------------------------------------------------------------------------------------- grading
 
 
@@ -270,6 +443,7 @@ def _protect_and_add_tests(
     """Steps 4-5: restore protected paths, apply test_patch, copy hidden files."""
     base = str(plan["base_commit"])
     protected = _str_list(plan.get("protected_paths"), "protected_paths")
+    protected += list(patching.DEFAULT_PROTECTED)
     test_patch = _plan_path(plan_dir, plan.get("test_patch"), "test_patch")
     test_paths: List[str] = []
     if test_patch is not None:
@@ -305,22 +479,125 @@ def _run_tests(
         # A report left in the tree (or shipped by the patch) must not stand in for this run's.
         if junit_file.is_file() or junit_file.is_symlink():
             junit_file.unlink()
-    code, timed_out, output = run_logged(
-        command, repo, _command_env(plan), timeout, out_dir / TEST_OUTPUT
-    )
-    report["exit_code"] = code
-    if timed_out:
-        # Scored 0 regardless; what finished before the kill is kept to help diagnose it.
-        if junit_file is None:
-            report["tests"] = parsers.parse(parser, output)
-        raise Stop("infra_error", "timeout")
-    if junit_file is not None:
-        if not junit_file.is_file():
-            return {}
-        output = junit_file.read_text(encoding="utf-8", errors="replace")
-    tests = parsers.parse(parser, output)
-    report["tests"] = tests
-    return tests
+    env = _command_env(plan)
+    scratch = Path(tempfile.mkdtemp(prefix="grading-"))  # outside the repo under test
+    try:
+        proof: Optional[Path] = None
+        canaries: List[Tuple[str, Path]] = []
+        if parser == "pytest":
+            # pytest's own JUnit report, at a path the command is not told about on its command
+            # line: proof that the session ran to its end (see _trusted_pytest).
+            proof = scratch / f"pytest-{secrets.token_hex(8)}.xml"
+            extra = env.get("PYTEST_ADDOPTS", "")
+            env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={proof}".strip()
+        elif parser == "gotest":
+            canaries = write_go_canaries(repo, secrets.token_hex(8))
+        code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
+        report["exit_code"] = code
+        if timed_out:
+            # Scored 0 regardless; what finished before the kill is kept to help diagnose it.
+            if junit_file is None:
+                report["tests"] = parsers.parse(parser, output)
+            raise Stop("infra_error", "timeout")
+        if junit_file is not None:
+            if not junit_file.is_file():
+                return {}
+            output = junit_file.read_text(encoding="utf-8", errors="replace")
+        tests = parsers.parse(parser, output)
+        if proof is not None:
+            tests = _trusted_pytest(tests, proof, report)
+        if parser == "gotest":
+            tests = parsers.gotest_trusted(output, [name for name, _ in canaries])
+            if canaries and not tests and parsers.parse_gotest(output):
+                report.setdefault("notes", []).append(
+                    "go test output without the grading canary: results not trusted"
+                )
+        report["tests"] = tests
+        return tests
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        for _, path in canaries:
+            path.unlink(missing_ok=True)
+
+
+def _trusted_pytest(tests: Dict[str, str], proof: Path, report: Report) -> Dict[str, str]:
+    """Keep only the results pytest's JUnit report confirms (the worse status of the two wins).
+
+    Printed output can be forged by the code under test (a fake summary, then ``os._exit(0)``,
+    or an ``atexit`` hook printing after the real one); a session that never finished writes no
+    report, so nothing it printed is trusted.
+    """
+    if not proof.is_file():
+        if tests:
+            report.setdefault("notes", []).append(
+                "pytest wrote no JUnit report (the session did not finish): results not trusted"
+            )
+        return {}
+    confirmed = parsers.parse_junit(proof.read_text(encoding="utf-8", errors="replace"))
+    by_key = {parsers.junit_key(k): v for k, v in confirmed.items()}
+    trusted: Dict[str, str] = {}
+    dropped = 0
+    for test_id, status in tests.items():
+        other = by_key.get(parsers.pytest_key(test_id))
+        if other is None:
+            dropped += 1
+            continue
+        trusted[test_id] = parsers.worse(status, other)
+    if dropped:
+        report.setdefault("notes", []).append(
+            f"{dropped} printed pytest result(s) missing from pytest's JUnit report: ignored"
+        )
+    return trusted
+
+
+GO_CANARY_PREFIX = "zz_grading_canary_"
+_GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.MULTILINE)
+_GO_BUILD_TAG = re.compile(r"^//(?:go:build|\s*\+build)\s", re.MULTILINE)
+_GO_SKIP_DIRS = {".git", "vendor", "testdata", "node_modules"}
+
+
+def _go_package(dirpath: Path, filenames: Sequence[str]) -> Optional[str]:
+    """The package a canary test in ``dirpath`` must declare (from unconstrained files)."""
+    names: Dict[str, int] = {}
+    for name in sorted(filenames):
+        if not name.endswith(".go") or name.startswith(GO_CANARY_PREFIX):
+            continue
+        try:
+            text = (dirpath / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        head = text[: text.find("\npackage ") + 1] if "\npackage " in text else ""
+        m = _GO_PACKAGE.search(text)
+        if not m or _GO_BUILD_TAG.search(head):
+            continue
+        if not name.endswith("_test.go"):
+            return m.group(1)  # the package itself: tests in it are always valid
+        names[m.group(1)] = names.get(m.group(1), 0) + 1
+    return max(names, key=lambda k: names[k]) if names else None
+
+
+def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
+    """Add a passing canary test to every Go package that has tests; return (name, file) pairs.
+
+    A test binary that prints fake results from an ``init`` and exits early never runs its
+    canary, whose name (random per run) it cannot know; ``parsers.gotest_trusted`` drops every
+    result of a package whose canary did not pass.
+    """
+    canaries: List[Tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = [d for d in dirnames if d not in _GO_SKIP_DIRS and not d.startswith(".")]
+        if not any(f.endswith("_test.go") for f in filenames):
+            continue
+        here = Path(dirpath)
+        package = _go_package(here, filenames)
+        if package is None:
+            continue
+        name = f"TestGradingCanary{nonce}N{len(canaries)}"
+        source = f'package {package}\n\nimport "testing"\n\nfunc {name}(t *testing.T) {{}}\n'
+        path = here / f"{GO_CANARY_PREFIX}{nonce}_test.go"
+        path.write_text(source, encoding="utf-8")
+        canaries.append((name, path))
+    return canaries
 
 
 def _build_health(
@@ -426,12 +703,21 @@ def grade(plan_path: Path, out_dir: Path, patch_path: Path) -> Report:
     """Run every step and return the final report; never raises for a grading failure."""
     started = time.monotonic()
     report = new_report()
+    guard: Optional[GraderFiles] = None
     try:
+        guard = GraderFiles(plan_path.resolve().parent, skip=[out_dir])
         _grade(plan_path, out_dir, patch_path, report)
     except Stop as stop:
         report.update(status=stop.status, reason=stop.reason, reward=0.0, subscores={})
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
+        report.update(status="infra_error", reason=reason, reward=0.0, subscores={})
+    try:
+        _check_grader_files(guard, report)
+    except Stop as stop:
+        report.update(status=stop.status, reason=stop.reason, reward=0.0, subscores={})
+    except Exception as exc:
+        reason = f"cannot check the grader's files: {type(exc).__name__}: {exc}"
         report.update(status="infra_error", reason=reason, reward=0.0, subscores={})
     report["duration_sec"] = round(time.monotonic() - started, 3)
     return report

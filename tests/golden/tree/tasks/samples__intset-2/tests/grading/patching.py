@@ -375,6 +375,37 @@ def policy_violations(
 
 # ------------------------------------------------------------------------------------ protected
 
+# Restored to the base commit whatever the plan says (docs/security.md, "Adversarial patches"):
+# a candidate has no business changing how the tests are found, configured or run. Test files
+# and test directories (their helpers and fixtures included), pytest's conftest.py and config
+# files, interpreter start-up hooks, Go test files (a TestMain can exit 0 early), and JS test
+# files. Only paths the candidate changed are restored; a dataset whose gold patch needs one of
+# them shows up as gold_failed at verification, never as a silent pass.
+DEFAULT_PROTECTED = (
+    "**/test/**",
+    "**/tests/**",
+    "**/testdata/**",
+    "**/__tests__/**",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/conftest.py",
+    "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/tox.ini",
+    "**/setup.cfg",
+    "**/pyproject.toml",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
+    "**/*_test.go",
+    "**/*.test.js",
+    "**/*.test.cjs",
+    "**/*.test.mjs",
+    "**/*.test.ts",
+    "**/*.spec.js",
+    "**/*.spec.ts",
+)
+
 
 def paths_in_commit(repo: Union[str, Path], commit: str, paths: Sequence[str]) -> List[str]:
     """Which of ``paths`` are files in ``commit``."""

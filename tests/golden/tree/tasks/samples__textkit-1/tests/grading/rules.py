@@ -195,23 +195,35 @@ def _reward_object(text: str) -> Optional[Dict[str, Any]]:
 def read_script_report(reward_file: Optional[Path], stdout: str) -> Dict[str, Any]:
     """Find what a grader script reported.
 
-    ``REWARD_FILE`` wins when the script wrote it; otherwise the last stdout line that is a JSON
-    object with a ``reward`` key. Raise RuleError when neither exists (an infra error: the
-    grader itself broke).
+    ``REWARD_FILE`` when the script wrote it, unless the last stdout line that is a JSON object
+    with a ``reward`` key reports a lower reward; otherwise that stdout line. Raise RuleError
+    when neither exists (an infra error: the grader itself broke).
     """
+    printed: Optional[Dict[str, Any]] = None
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            printed = _reward_object(line)
+            if printed is not None:
+                break
     if reward_file is not None and reward_file.is_file():
         text = reward_file.read_text(encoding="utf-8", errors="replace").strip()
         if text:
             data = _reward_object(text)
             if data is None:
                 raise RuleError("script: REWARD_FILE is not a JSON object with 'reward'")
+            # The tested code inherits REWARD_FILE from the grader script and could overwrite
+            # it after the script wrote it: when the script also printed a reward, the lower
+            # of the two counts.
+            ours, theirs = (
+                _number(data.get("reward")),
+                _number(printed.get("reward")) if printed else None,
+            )
+            if printed is not None and theirs is not None and (ours is None or theirs < ours):
+                return printed
             return data
-    for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            data = _reward_object(line)
-            if data is not None:
-                return data
+    if printed is not None:
+        return printed
     raise RuleError("script: no reward (REWARD_FILE not written, no JSON reward line on stdout)")
 
 

@@ -1,0 +1,212 @@
+"""The rendered HUD environments under the real `hud` 0.6.21 SDK, on the real Docker engine.
+
+Per gradeable sample:
+(a) `tasks.py` imports on the host with the real hud (`.hud/venv`, see scripts/ensure-hud.sh)
+    and lists exactly one task, with the task's slug and the env name of `env.py`;
+(b) `Dockerfile.hud` builds locally (`packager.hud_build`; cached by a content-hash tag), and
+    the build-only CA bundle is not in the image;
+(c) a gold and a no-op rollout through HUD's own runtime (`Taskset.run` + `DockerRuntime`, a
+    scripted agent, no model; tests/integration/hud_rollout.py under the hud interpreter) give
+    the rewards and subscores the local engine gives (oracle 1.0, the row's nop);
+(d) the agent uid cannot read the grader payload in that container: through the agent shell
+    (bubblewrap: /hud does not exist) and with `docker exec -u 1000` (Permission denied).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager.model import TaskResult, TaskSpec
+from packager.naming import make_hud_env_name
+from packager.pipeline import OutputPaths
+from tests.conftest import ROOT, run_cli
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+GRADEABLE = [
+    "samples__textkit-1",
+    "samples__intset-2",
+    "samples__kvstore-3",
+    "samples__inventory-4",
+]
+HUD_VENV = ROOT / ".hud" / "venv"
+HUD_STAMP = HUD_VENV / ".packager-hud-0.6.21"
+ROLLOUT = Path(__file__).with_name("hud_rollout.py")
+SECRET = "/hud/grader/plan.json"
+HUD_ENV = {
+    **os.environ,
+    "HUD_CLI_ANALYTICS_ENABLED": "0",
+    "HUD_SKIP_VERSION_CHECK": "1",
+    "HUD_TELEMETRY_ENABLED": "0",
+}
+
+
+@pytest.fixture(scope="session")
+def hud_python() -> Path:
+    """The pinned HUD interpreter; installed on first use (scripts/ensure-hud.sh is idempotent)."""
+    if not HUD_STAMP.is_file():
+        proc = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "ensure-hud.sh")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"scripts/ensure-hud.sh failed:\n{proc.stderr[-3000:]}", pytrace=False)
+    return HUD_VENV / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> OutputPaths:
+    out = tmp_path_factory.mktemp("hud")
+    proc = run_cli("render", "--all", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return OutputPaths(out, "samples")
+
+
+def _spec(task: str) -> TaskSpec:
+    from packager.pipeline import Selection, iter_specs, resolve_spec
+    from packager.sources import open_dataset
+
+    sel = Selection(dataset=open_dataset(None, "test"), task_ids=(task,))
+    return resolve_spec(next(iter_specs(sel)), sel.merged_repo_sources)
+
+
+def _rollout(
+    hud_python: Path, paths: OutputPaths, task: str, image: str, agent: str, *extra: str
+) -> dict[str, Any]:
+    from packager import naming
+    from packager.build import RUN_ID
+
+    labels = {
+        naming.LABEL_TOOL: "packager",
+        naming.LABEL_TASK: task,
+        naming.LABEL_ROLE: "hud-rollout",
+        naming.LABEL_RUN: RUN_ID,
+    }
+    argv = [str(hud_python), str(ROLLOUT), "--source", str(paths.source_dir(task))]
+    argv += ["--image", image, "--agent", agent, "--workdir", _spec(task).repo.workdir]
+    for key, value in labels.items():
+        argv += ["--label", f"{key}={value}"]
+    proc = subprocess.run(
+        [*argv, *extra], capture_output=True, text=True, env=HUD_ENV, timeout=1200
+    )
+    assert proc.returncode == 0, f"{agent} rollout failed:\n{proc.stderr[-4000:]}"
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _left_behind(docker_client: Any) -> list[Any]:
+    from packager.build import RUN_ID
+
+    containers: list[Any] = docker_client.containers.list(
+        all=True, filters={"label": ["packager.role=hud-rollout", f"packager.run={RUN_ID}"]}
+    )
+    return containers
+
+
+@pytest.mark.parametrize("task", GRADEABLE)
+def test_tasks_py_imports_with_real_hud(task: str, paths: OutputPaths, hud_python: Path) -> None:
+    code = (
+        "import json; from hud.eval.taskset import Taskset; ts = Taskset.from_file('tasks.py'); "
+        "import env; print(json.dumps({'slugs': [s for s, _ in ts.items()], "
+        "'rows': [t.env for t in ts], 'envs': sorted(ts.environment_names()), "
+        "'env_py': env.env.name}))"
+    )
+    proc = subprocess.run(
+        [str(hud_python), "-c", code],
+        cwd=paths.source_dir(task),
+        capture_output=True,
+        text=True,
+        env=HUD_ENV,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    listed = json.loads(proc.stdout.strip().splitlines()[-1])
+    name = make_hud_env_name("samples", task)
+    assert listed == {"slugs": [task], "rows": [name], "envs": [name], "env_py": name}
+
+
+@pytest.mark.parametrize("task", GRADEABLE)
+def test_hud_image_rollouts_match_local_engine(
+    task: str, paths: OutputPaths, docker_client: Any, hud_python: Path
+) -> None:
+    from packager.hud_build import build_hud_image, hud_image_tag
+    from packager.pipeline import verify_task
+    from packager.targets.hud import BUILD_CA_NAME
+
+    # The agent image (cached by content hash), then the local engine as the reference.
+    proc = run_cli("build", task, "--out", str(paths.root))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    images = json.loads(paths.result_file(task).read_text())["images"]
+    spec = _spec(task)
+    local = verify_task(docker_client, spec, paths, images=images)
+    assert isinstance(local, TaskResult)
+    assert local.status == "verified", local.reason
+    assert local.nop is not None and [r.reward for r in local.oracle] == [1.0, 1.0]
+
+    # (b) Dockerfile.hud builds here; the build-only CA bundle is in no layer of the image.
+    source = paths.source_dir(task)
+    tag = hud_image_tag(source, "samples")
+    log = paths.log_dir(task) / "hud-build.log"
+    outcome = build_hud_image(docker_client, source, images["agent"], tag, log)
+    image = docker_client.images.get(tag)
+    assert image.labels["packager.role"] == "hud"
+    assert image.labels["packager.task"] == task
+    history = json.dumps(image.history())
+    assert BUILD_CA_NAME[:-1] not in history  # the pip stage is not part of the image
+    assert "PIP_INDEX_URL" not in history and "PIP_CERT" not in history
+    found = docker_client.containers.run(
+        tag,
+        ["find", "/", "-xdev", "-name", BUILD_CA_NAME],
+        entrypoint=[],
+        remove=True,
+        labels={"packager.role": "hud-rollout", "packager.task": task},
+    )
+    assert found.strip() == b"", found
+    print(f"{task}: HUD image {tag} ({'built' if outcome.built else 'cached'})")
+
+    # (c) + (d) through HUD's runtime: a no-op agent that probes the payload, then gold.
+    volumes_before = {v.name for v in docker_client.volumes.list()}
+    nop = _rollout(hud_python, paths, task, tag, "nop", "--probe")
+    gold = _rollout(
+        hud_python,
+        paths,
+        task,
+        tag,
+        "gold",
+        "--patch",
+        str(paths.task_dir(task) / "solution" / "gold.patch"),
+    )
+    for run in (nop, gold):
+        assert run["slugs"] == [task] and run["slug"] == task
+        assert run["envs"] == [make_hud_env_name("samples", task)]
+        assert run["status"] == "completed" and run["errors"] == [], run
+        assert run["is_error"] is False and run["info"]["status"] == "graded", run["content"]
+    assert gold["reward"] == pytest.approx(1.0)
+    assert nop["reward"] == pytest.approx(local.nop.reward)
+    assert nop["reward"] == pytest.approx(spec.expectations.nop_reward or 0.0)
+    scores = {s["name"]: s["value"] for s in nop["subscores"] or []}
+    assert scores == pytest.approx(local.nop.subscores)
+    print(f"{task}: HUD gold {gold['reward']}, nop {nop['reward']} (local nop {local.nop.reward})")
+
+    probe = nop["probe"]
+    assert probe["whoami"]["stdout"].split()[0] == "1000"
+    shell = probe["shell_cat"]
+    assert shell["exit"] != 0 and shell["stdout"] == ""
+    assert f"cat: {SECRET}: No such file or directory" in shell["stderr"]  # bwrap: no /hud
+    docker_exec = probe["docker_exec"]
+    assert docker_exec["exit"] != 0 and docker_exec["stdout"] == ""
+    assert docker_exec["stderr"] == f"cat: {SECRET}: Permission denied"
+    print(f"{task}: agent shell `cat {SECRET}` -> {shell['stderr'].strip()}")
+    print(f"{task}: `{docker_exec['command']}` -> {docker_exec['stderr']}")
+
+    assert _left_behind(docker_client) == [], "containers left behind"
+    leaked = {v.name for v in docker_client.volumes.list()} - volumes_before
+    assert not [v for v in leaked if v.startswith("hud-runtime-sessions-")], leaked
