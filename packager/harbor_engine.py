@@ -39,6 +39,7 @@ from packager.verify import excerpt, make_result
 
 if TYPE_CHECKING:
     from packager.pipeline import OutputPaths
+    from packager.render import FileTree
 
 Kind = Literal["oracle", "nop"]
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -531,23 +532,18 @@ _TASK_FILES = ("task.toml", "instruction.md", "README.md", "trajectory.json")
 _TASK_DIRS = ("environment", "tests", "solution", "steps")
 
 
-def _ignore_rules(task_dir: Path) -> tuple[list[str], list[str], list[str]]:
-    """(directory names, basename globs, anchored paths) of the task's .gitignore, or Harbor's
-    defaults. Supports the simple patterns this renderer writes; others raise.
+def _ignore_rules(gitignore: str | None, where: str) -> tuple[list[str], list[str], list[str]]:
+    """(directory names, basename globs, anchored paths) of a task's .gitignore text, or
+    Harbor's defaults. Supports the simple patterns this renderer writes; others raise.
     """
-    gitignore = task_dir / ".gitignore"
-    lines = (
-        gitignore.read_text().splitlines()
-        if gitignore.is_file()
-        else ["__pycache__/", *_DEFAULT_IGNORES]
-    )
+    lines = gitignore.splitlines() if gitignore is not None else ["__pycache__/", *_DEFAULT_IGNORES]
     dirs, globs, anchored = [], [], []
     for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("!") or "**" in line:
-            raise ValueError(f"{gitignore}: pattern {line!r} is not supported here")
+            raise ValueError(f"{where}: pattern {line!r} is not supported here")
         if line.startswith("/"):
             anchored.append(line[1:])
         elif line.endswith("/") and "/" not in line[:-1]:
@@ -559,33 +555,27 @@ def _ignore_rules(task_dir: Path) -> tuple[list[str], list[str], list[str]]:
     return dirs, globs, anchored
 
 
-def _harborignored(task_dir: Path, rel: Path) -> bool:
-    """Harbor drops every .harborignore file; its rules only apply in tests/ and solution/."""
-    if rel.name == ".harborignore":
-        return True
-    if rel.parts[0] not in ("tests", "solution", "steps"):
-        return False
-    folder = task_dir
-    for part in rel.parts[:-1]:
-        folder = folder / part
-        if (folder / ".harborignore").is_file():
-            raise ValueError(f"{folder / '.harborignore'}: not supported by the digest here")
-    return False
+def select_task_files(rels: Iterable[str], gitignore: str | None, where: str) -> list[str]:
+    """The paths Harbor hashes for a task (`Packager.collect_files`), from all of its paths.
 
-
-def task_files(task_dir: Path) -> list[str]:
-    """The files Harbor hashes for a task (`Packager.collect_files`), as sorted POSIX paths."""
-    task_dir = task_dir.resolve()
-    found: list[str] = [name for name in _TASK_FILES if (task_dir / name).is_file()]
-    for folder in _TASK_DIRS:
-        root = task_dir / folder
-        if not root.is_dir():
+    Harbor drops every .harborignore file; their rules (only honoured in tests/, solution/ and
+    steps/) are not supported here, so a task that has one raises.
+    """
+    found: list[str] = []
+    for rel in rels:
+        parts = rel.split("/")
+        if len(parts) == 1:
+            if rel in _TASK_FILES:
+                found.append(rel)
             continue
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(task_dir)
-            if path.is_file() and not _harborignored(task_dir, rel):
-                found.append(rel.as_posix())
-    dirs, globs, anchored = _ignore_rules(task_dir)
+        if parts[0] not in _TASK_DIRS:
+            continue
+        if parts[-1] == ".harborignore":
+            if parts[0] in ("tests", "solution", "steps"):
+                raise ValueError(f"{where}/{rel}: not supported by the digest here")
+            continue
+        found.append(rel)
+    dirs, globs, anchored = _ignore_rules(gitignore, f"{where}/.gitignore")
 
     def ignored(rel: str) -> bool:
         parts = rel.split("/")
@@ -600,13 +590,33 @@ def task_files(task_dir: Path) -> list[str]:
     return sorted(rel for rel in found if not ignored(rel))
 
 
+def task_files(task_dir: Path) -> list[str]:
+    """The files Harbor hashes for a task folder on disk, as sorted POSIX paths."""
+    task_dir = task_dir.resolve()
+    rels = [p.relative_to(task_dir).as_posix() for p in task_dir.rglob("*") if p.is_file()]
+    gitignore = task_dir / ".gitignore"
+    text = gitignore.read_text() if gitignore.is_file() else None
+    return select_task_files(rels, text, str(task_dir))
+
+
+def _digest(entries: Iterable[tuple[str, bytes]]) -> str:
+    outer = hashlib.sha256()
+    for rel, data in entries:
+        outer.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+    return f"sha256:{outer.hexdigest()}"
+
+
 def task_digest(task_dir: Path) -> str:
     """`sha256:<hex>` exactly as `harbor dataset add` computes it (`compute_content_hash`)."""
-    outer = hashlib.sha256()
-    for rel in task_files(task_dir):
-        inner = hashlib.sha256((task_dir / rel).read_bytes()).hexdigest()
-        outer.update(f"{rel}\0{inner}\n".encode())
-    return f"sha256:{outer.hexdigest()}"
+    return _digest((rel, (task_dir / rel).read_bytes()) for rel in task_files(task_dir))
+
+
+def tree_digest(files: FileTree, where: str) -> str:
+    """The same digest for a task folder still in memory (a render's file tree)."""
+    gitignore = files.get(".gitignore")
+    text = gitignore.data.decode() if gitignore is not None else None
+    rels = select_task_files(files, text, where)
+    return _digest((rel, files[rel].data) for rel in rels)
 
 
 def _task_name(task_dir: Path) -> str:
@@ -621,6 +631,7 @@ def write_harbor_dataset(
     name: str | None = None,
     version: str = "1.0",
     description: str | None = None,
+    known_digests: dict[Path, str] | None = None,
 ) -> tuple[Path, Path]:
     """Write `<out>/<dataset>/dataset.toml` and `registry.json`; returns both paths.
 
@@ -628,7 +639,8 @@ def write_harbor_dataset(
     render of a few rows keeps the others. `name` (default: the dataset folder name) is bare:
     `harbor run -d <name>@<version> --registry-path registry.json` from `<out>/<dataset>`
     (task paths in registry.json are relative to that folder); dataset.toml names it
-    `packager/<name>`.
+    `packager/<name>`. `known_digests` (task folder → digest) skips re-reading folders that
+    were just written from memory.
     """
     from packager.write import write_text
 
@@ -648,7 +660,8 @@ def write_harbor_dataset(
     for folder in folders:
         rel = os.path.relpath(folder.resolve(), base.resolve())
         path = Path(rel).as_posix() if not rel.startswith("..") else str(folder.resolve())
-        entries.append({"name": _task_name(folder), "digest": task_digest(folder), "path": path})
+        digest = (known_digests or {}).get(folder) or task_digest(folder)
+        entries.append({"name": _task_name(folder), "digest": digest, "path": path})
     entries.sort(key=lambda e: e["name"])
     manifest = {
         "schema_version": "1.0",

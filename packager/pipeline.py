@@ -121,6 +121,7 @@ def render_selection(
     """Validate every selected row first (nothing is written if one is bad), then write each
     task's folders atomically. Returns the written specs' ids in order (as specs).
     """
+    from packager.harbor_engine import tree_digest, write_harbor_dataset
     from packager.targets.harbor import make_harbor_task
     from packager.targets.hud import make_hud_files
     from packager.write import write_tree
@@ -132,6 +133,7 @@ def render_selection(
     # Pass 2: render and write.
     written: list[TaskSpec] = []
     paths = OutputPaths(out, sel.dataset.name)
+    digests: dict[Path, str] = {}
     for spec in iter_specs(sel):
         resolved = resolve_spec(spec, sources)
         task = make_harbor_task(resolved)
@@ -143,15 +145,14 @@ def render_selection(
             grader_payload=task.grader_payload,
         )
         write_tree(paths.task_dir(slug), task.files)
+        digests[paths.task_dir(slug)] = tree_digest(task.files, slug)
         write_tree(paths.source_dir(slug), hud)
         write_tree(paths.manifest_dir(slug), task.manifests)
         written.append(resolved)
         if on_task is not None:
             on_task(resolved)
     # The Harbor dataset manifest covers every task folder of the dataset, not only this run's.
-    from packager.harbor_engine import write_harbor_dataset
-
-    write_harbor_dataset(paths)
+    write_harbor_dataset(paths, known_digests=digests)
     return written
 
 

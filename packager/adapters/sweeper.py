@@ -6,6 +6,7 @@ when the task is rendered (this adapter does no I/O).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from packager.naming import make_slug
 
 def _check_workflows(text: str, task: str) -> str:
     try:
-        flows = yaml.safe_load(text)
+        flows = _load_yaml(text)
     except yaml.YAMLError as exc:
         raise RowError(task, "workflows", f"not YAML: {exc}") from exc
     if not isinstance(flows, list) or not flows:
@@ -33,6 +34,12 @@ def _check_workflows(text: str, task: str) -> str:
     if not {"target", "preservation"} <= kinds:
         raise RowError(task, "workflows", "needs a target and a preservation workflow")
     return text if text.endswith("\n") else text + "\n"
+
+
+@functools.lru_cache(maxsize=64)
+def _load_yaml(text: str) -> Any:
+    """Parse once per distinct text (rows of one app often share their workflows)."""
+    return yaml.safe_load(text)
 
 
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
