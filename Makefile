@@ -9,7 +9,7 @@ TASK ?=
 ARGS ?=
 HARBOR_PYTHON ?= $(shell ls -d "$$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python 2>/dev/null | tail -n 1)
 
-.PHONY: install docker package test check lint typecheck golden harbor bench clean help
+.PHONY: install docker package test check lint typecheck golden harbor hud bench clean help
 
 help:
 	@echo "make package TASK=<instance_id>   render, build and verify one task (samples by default)"
@@ -17,6 +17,7 @@ help:
 	@echo "make check                        ruff, mypy and the tests"
 	@echo "make golden                       rewrite the golden render trees (never in CI)"
 	@echo "make harbor                       the pinned Harbor 0.25 environment in .harbor/"
+	@echo "make hud                          the pinned HUD SDK (hud 0.6.21) in .hud/"
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +39,10 @@ package: install docker
 harbor:
 	@HARBOR_PYTHON="$(HARBOR_PYTHON)" bash scripts/ensure-harbor.sh
 
-test: install docker harbor
+hud:
+	@bash scripts/ensure-hud.sh
+
+test: install docker harbor hud
 	$(BIN)/python -m pytest $(ARGS)
 
 lint: install

@@ -114,7 +114,9 @@ def labels_for(task: str, role: str, *, container: bool = True) -> dict[str, str
 def remove_run_containers(client: DockerClient) -> int:
     """Force-remove every container this process started (after Ctrl-C); returns the count."""
     return _remove(
-        client.containers.list(all=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"})
+        client.containers.list(
+            all=True, sparse=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"}
+        )
     )
 
 
@@ -134,10 +136,14 @@ def remove_orphan_containers(client: DockerClient) -> int:
     """
     host = socket.gethostname()
     orphans = []
+    # Sparse listing reads labels from the list call itself: a full listing inspects each
+    # container and fails when a concurrent run removes one in between.
     for container in client.containers.list(
-        all=True, filters={"label": [f"{naming.LABEL_TOOL}=packager", f"{LABEL_HOST}={host}"]}
+        all=True,
+        sparse=True,
+        filters={"label": [f"{naming.LABEL_TOOL}=packager", f"{LABEL_HOST}={host}"]},
     ):
-        labels = container.labels or {}
+        labels = container.attrs.get("Labels") or {}
         pid = labels.get(LABEL_PID, "")
         if labels.get(naming.LABEL_RUN) == RUN_ID or not pid.isdigit():
             continue

@@ -26,8 +26,10 @@ if [ ! -f "$STAMP" ]; then
   echo "ensure-hud: installing hud==0.6.21 into $VENV (with $py)" >&2
   rm -rf "$VENV"
   "$py" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q 'hud==0.6.21' 'typer<0.29'
+  # (A host pip config may name file:// indexes that do not exist: drop pip's notes on them.)
+  quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
+  quiet "$VENV/bin/pip" install -q --upgrade pip
+  quiet "$VENV/bin/pip" install -q 'hud==0.6.21' 'typer<0.29'
   touch "$STAMP"
 fi
 export HUD_CLI_ANALYTICS_ENABLED=0 HUD_SKIP_VERSION_CHECK=1 HUD_TELEMETRY_ENABLED=0

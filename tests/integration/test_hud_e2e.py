@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,17 @@ def test_tasks_py_imports_with_real_hud(task: str, paths: OutputPaths, hud_pytho
     listed = json.loads(proc.stdout.strip().splitlines()[-1])
     name = make_hud_env_name("samples", task)
     assert listed == {"slugs": [task], "rows": [name], "envs": [name], "env_py": name}
+    # The CLI too (it crashes at start-up unless typer < 0.29): `hud task list`.
+    proc = subprocess.run(
+        [str(hud_python.parent / "hud"), "task", "list"],
+        cwd=paths.source_dir(task),
+        capture_output=True,
+        text=True,
+        env=HUD_ENV,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split() for line in proc.stdout.splitlines() if line.strip()] == [[task, "solve"]]
 
 
 @pytest.mark.parametrize("task", GRADEABLE)
@@ -146,10 +158,10 @@ def test_hud_image_rollouts_match_local_engine(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     images = json.loads(paths.result_file(task).read_text())["images"]
     spec = _spec(task)
-    local = verify_task(docker_client, spec, paths, images=images)
+    local = verify_task(docker_client, spec, paths, images=images, oracle_runs=1)
     assert isinstance(local, TaskResult)
     assert local.status == "verified", local.reason
-    assert local.nop is not None and [r.reward for r in local.oracle] == [1.0, 1.0]
+    assert local.nop is not None and [r.reward for r in local.oracle] == [1.0]
 
     # (b) Dockerfile.hud builds here; the build-only CA bundle is in no layer of the image.
     source = paths.source_dir(task)
@@ -174,16 +186,13 @@ def test_hud_image_rollouts_match_local_engine(
 
     # (c) + (d) through HUD's runtime: a no-op agent that probes the payload, then gold.
     volumes_before = {v.name for v in docker_client.volumes.list()}
-    nop = _rollout(hud_python, paths, task, tag, "nop", "--probe")
-    gold = _rollout(
-        hud_python,
-        paths,
-        task,
-        tag,
-        "gold",
-        "--patch",
-        str(paths.task_dir(task) / "solution" / "gold.patch"),
-    )
+    gold_patch = str(paths.task_dir(task) / "solution" / "gold.patch")
+    with ThreadPoolExecutor(2) as pool:  # two independent containers
+        nop_run = pool.submit(_rollout, hud_python, paths, task, tag, "nop", "--probe")
+        gold_run = pool.submit(
+            _rollout, hud_python, paths, task, tag, "gold", "--patch", gold_patch
+        )
+        nop, gold = nop_run.result(), gold_run.result()
     for run in (nop, gold):
         assert run["slugs"] == [task] and run["slug"] == task
         assert run["envs"] == [make_hud_env_name("samples", task)]
@@ -191,9 +200,11 @@ def test_hud_image_rollouts_match_local_engine(
         assert run["is_error"] is False and run["info"]["status"] == "graded", run["content"]
     assert gold["reward"] == pytest.approx(1.0)
     assert nop["reward"] == pytest.approx(local.nop.reward)
-    assert nop["reward"] == pytest.approx(spec.expectations.nop_reward or 0.0)
-    scores = {s["name"]: s["value"] for s in nop["subscores"] or []}
-    assert scores == pytest.approx(local.nop.subscores)
+    if spec.expectations.nop_reward is not None:
+        assert nop["reward"] == pytest.approx(spec.expectations.nop_reward)
+    for run, reference in ((nop, local.nop), (gold, local.oracle[0])):
+        scores = {s["name"]: s["value"] for s in run["subscores"] or []}
+        assert scores == pytest.approx(reference.subscores), run["agent"]
     print(f"{task}: HUD gold {gold['reward']}, nop {nop['reward']} (local nop {local.nop.reward})")
 
     probe = nop["probe"]
