@@ -299,7 +299,7 @@ ATTACKS = [
         '\t\tfmt.Printf("=== RUN   %s\\n--- PASS: %s (0.00s)\\n", id, id)\n\t}\n'
         '\tfmt.Println("PASS")\n\tos.Exit(0)\n}\nEOF\n',
     ),
-    Attack("runner-monkeypatch", "3 startup hooks", ("python",), PY_RUNNER_PATCH, residual=True),
+    Attack("runner-monkeypatch", "3 startup hooks", ("python",), PY_RUNNER_PATCH),
     Attack("assert-monkeypatch", "3 startup hooks", ("node",), JS_ASSERT_PATCH, residual=True),
     # 4. fake output
     Attack("fake-output-exit", "4 fake output", ("python",), PY_FAKE_EXIT),

@@ -121,7 +121,8 @@ def test_gold_patch_scores_one(task: Task) -> None:
     assert reward == {"reward": 1.0, "fail_to_pass": 1.0, "pass_to_pass": 1.0}
     assert report["status"] == "graded"
     assert report["reason"] is None
-    assert report["exit_code"] == 0
+    # pytest exits 1: the runtime's tripwire test must fail (its result is dropped from `tests`).
+    assert report["exit_code"] == 1
     assert report["apply"]["method"] == "git apply"
     assert report["tests"] == {F2P[0]: "passed", P2P[0]: "passed"}
     assert report["violations"] == []

@@ -484,12 +484,14 @@ def _run_tests(
     try:
         proof: Optional[Path] = None
         canaries: List[Tuple[str, Path]] = []
+        tripwire: Optional[Tuple[str, Path]] = None
         if parser == "pytest":
             # pytest's own JUnit report, at a path the command is not told about on its command
             # line: proof that the session ran to its end (see _trusted_pytest).
             proof = scratch / f"pytest-{secrets.token_hex(8)}.xml"
             extra = env.get("PYTEST_ADDOPTS", "")
             env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={proof}".strip()
+            tripwire = write_pytest_tripwire(repo, plan)
         elif parser == "gotest":
             canaries = write_go_canaries(repo, secrets.token_hex(8))
         code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
@@ -506,6 +508,8 @@ def _run_tests(
         tests = parsers.parse(parser, output)
         if proof is not None:
             tests = _trusted_pytest(tests, proof, report)
+        if tripwire is not None:
+            tests = check_tripwire(tests, tripwire[0])
         if parser == "gotest":
             tests = parsers.gotest_trusted(output, [name for name, _ in canaries])
             if canaries and not tests and parsers.parse_gotest(output):
@@ -518,6 +522,8 @@ def _run_tests(
         shutil.rmtree(scratch, ignore_errors=True)
         for _, path in canaries:
             path.unlink(missing_ok=True)
+        if tripwire is not None:
+            tripwire[1].unlink(missing_ok=True)
 
 
 def _trusted_pytest(tests: Dict[str, str], proof: Path, report: Report) -> Dict[str, str]:
@@ -548,6 +554,54 @@ def _trusted_pytest(tests: Dict[str, str], proof: Path, report: Report) -> Dict[
             f"{dropped} printed pytest result(s) missing from pytest's JUnit report: ignored"
         )
     return trusted
+
+
+def write_pytest_tripwire(repo: Path, plan: Mapping[str, Any]) -> Tuple[str, Path]:
+    """Add a test that must fail, beside the tests the plan names; return (function, file).
+
+    Code under test can patch pytest from inside its own process (say, rewrite every report to
+    `passed` at import time); the JUnit proof cannot see that, since it is built from the same
+    reports. A test that raises unconditionally, with a random name in a random file, is
+    reported `passed` only by a tampered runner.
+    """
+    named = [
+        str(t).split("::", 1)[0]
+        for key in ("fail_to_pass", "pass_to_pass")
+        for t in (plan.get(key) or [])
+        if "::" in str(t)
+    ]
+    formula = plan.get("formula") or {}
+    named += [str(p) for p in (formula.get("hidden_paths") or []) if str(p).endswith(".py")]
+    folder = repo
+    root = repo.resolve()
+    for rel in named:
+        candidate = (repo / rel).parent.resolve()
+        if candidate.is_dir() and (candidate == root or root in candidate.parents):
+            folder = candidate
+            break
+    else:
+        if (repo / "tests").is_dir():
+            folder = repo / "tests"
+    name = f"test_{secrets.token_hex(6)}"
+    path = folder / f"{name}.py"
+    path.write_text(f"def {name}():\n    raise AssertionError('grading tripwire')\n")
+    return name, path
+
+
+def check_tripwire(tests: Dict[str, str], name: str) -> Dict[str, str]:
+    """Drop the tripwire's result; a tripwire reported passed (or skipped) means tampering."""
+    kept: Dict[str, str] = {}
+    for test_id, status in tests.items():
+        if test_id.rsplit("::", 1)[-1] == name:
+            if status in ("passed", "skipped"):
+                raise Stop(
+                    "policy_violation",
+                    f"the test runner reported a test that must fail as {status}: "
+                    "the code under test tampered with the runner",
+                )
+            continue
+        kept[test_id] = status
+    return kept
 
 
 GO_CANARY_PREFIX = "zz_grading_canary_"
