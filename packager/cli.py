@@ -93,13 +93,20 @@ def list_command(
     dataset: DatasetOpt = None, split: SplitOpt = "test", schema: SchemaOpt = None
 ) -> None:
     """List the rows of a dataset: instance id, schema, language."""
-    from packager.adapters import detect_schema
+    from packager.adapters import Context, detect_schema, to_spec
     from packager.sources import iter_rows, open_dataset
 
     try:
-        for row in iter_rows(open_dataset(dataset, split)):
+        ds = open_dataset(dataset, split)
+        ctx = Context(dataset=ds.name, split=split)
+        for row in iter_rows(ds):
             name = schema or detect_schema(row)
-            typer.echo(f"{row.get('instance_id')}\t{name}\t{row.get('language') or '-'}")
+            try:
+                language = to_spec(row, ctx, name).provenance.language
+            except PackagerError:
+                # Listing shows rows as they are; `render` names what is wrong with a bad one.
+                language = str(row.get("language") or "-")
+            typer.echo(f"{row.get('instance_id')}\t{name}\t{language}")
     except PackagerError as exc:
         _fail(exc)
 

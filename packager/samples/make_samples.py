@@ -237,6 +237,7 @@ def intset(work: Path) -> dict[str, Any]:
     repo.bundle(slug)
     return {
         "instance_id": "samples__intset-2",
+        "language": "go",
         "repo": slug,
         "base_commit": base,
         "patch": text(name, "fix.patch"),

@@ -7,7 +7,7 @@ _task.slug = "samples__intset-2"
 _task.columns = {
     "dataset": "samples",
     "schema": "swe-rebench",
-    "language": "python",
+    "language": "go",
     "instance_id": "samples__intset-2",
 }
 _task.agent_config = {"timeout_seconds": 3600}
