@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
-import shutil
 import socket
 import tarfile
 import tempfile
@@ -353,20 +351,3 @@ def make_tar(files: dict[str, bytes], modes: dict[str, int] | None = None) -> by
             info.mode = (modes or {}).get(name, 0o644)
             tar.addfile(info, io.BytesIO(files[name]))
     return buf.getvalue()
-
-
-def json_or_none(data: bytes | None) -> Any:
-    """Parse JSON bytes, or None when absent or malformed."""
-    if not data:
-        return None
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
-
-
-def copy_into(src: Path, dest: Path) -> None:
-    """Copy a file atomically."""
-    tmp = dest.with_suffix(dest.suffix + ".tmp")
-    shutil.copyfile(src, tmp)
-    tmp.replace(dest)

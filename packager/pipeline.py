@@ -4,7 +4,7 @@ and verify. Errors of one task are caught here, per task, into that task's resul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -154,11 +154,6 @@ def render_selection(
     # The Harbor dataset manifest covers every task folder of the dataset, not only this run's.
     write_harbor_dataset(paths, known_digests=digests)
     return written
-
-
-def spec_ids(specs: Iterable[TaskSpec]) -> list[str]:
-    """Instance ids of specs, in order."""
-    return [s.task_id for s in specs]
 
 
 # --------------------------------------------------------------------------- build and verify
@@ -348,7 +343,7 @@ def package_one(
 
     from packager.build import Cancelled, check_cancelled
     from packager.errors import BuildError, PackagerError, RepoSourceError
-    from packager.model import TaskResult
+    from packager.model import Status, TaskResult
 
     check_cancelled()
 
@@ -399,46 +394,33 @@ def package_one(
     logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
     from packager.audit import AuditError, audit_path, audit_task
 
+    def finish(status: Status, reason: str | None = None) -> TaskResult:
+        """The task's result once its images exist (with them, its durations and logs)."""
+        return TaskResult(
+            **base,
+            status=status,
+            reason=reason,
+            images=images,
+            durations=durations,
+            logs={"dir": str(paths.log_dir(slug)), **logs},
+        )
+
     try:
         audit = audit_task(client, spec, paths)
     except AuditError as exc:
-        return TaskResult(
-            **base,
-            status="infra_error",
-            reason=str(exc),
-            images=images,
-            durations=durations,
-            logs={"dir": str(paths.log_dir(slug)), **logs},
-        )
+        return finish("infra_error", str(exc))
     durations["audit"] = float(audit.stats["seconds"])
     logs["audit"] = str(audit_path(paths, slug))
     if not audit.clean:
-        return TaskResult(
-            **base,
-            status="leak",
-            reason=audit.summary(),
-            images=images,
-            durations=durations,
-            logs={"dir": str(paths.log_dir(slug)), **logs},
-        )
+        return finish("leak", audit.summary())
     if spec.grading.rule == "judge":
-        return TaskResult(
-            **base,
-            status="needs_judge",
-            images=images,
-            reason="graded by browser workflows judged by a model; that verifier "
+        return finish(
+            "needs_judge",
+            "graded by browser workflows judged by a model; that verifier "
             "is not implemented yet, so oracle and nop are not run",
-            durations=durations,
-            logs={"dir": str(paths.log_dir(slug)), **logs},
         )
     if not verify:
-        return TaskResult(
-            **base,
-            status="built",
-            images=images,
-            durations=durations,
-            logs={"dir": str(paths.log_dir(slug)), **logs},
-        )
+        return finish("built")
     check_cancelled()
     try:
         if engine == "harbor":
@@ -465,23 +447,9 @@ def package_one(
     except Cancelled:
         raise
     except PackagerError as exc:
-        return TaskResult(
-            **base,
-            status="infra_error",
-            reason=str(exc),
-            images=images,
-            durations=durations,
-            logs={"dir": str(paths.log_dir(slug)), **logs},
-        )
+        return finish("infra_error", str(exc))
     except Exception as exc:  # noqa: BLE001 - docker/requests errors: the daemon went away
-        return TaskResult(
-            **base,
-            status="infra_error",
-            images=images,
-            reason=f"{type(exc).__name__}: {exc}",
-            durations=durations,
-            logs={"dir": str(paths.log_dir(slug)), **logs},
-        )
+        return finish("infra_error", f"{type(exc).__name__}: {exc}")
 
 
 def error_file(paths: OutputPaths, slug: str) -> Path:

@@ -8,7 +8,6 @@ snapshot stage commits them, so it is known before any git command runs.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -23,67 +22,21 @@ from packager.adapters.common import (
 )
 from packager.errors import RowError
 from packager.gitobj import inline_commit_sha
+from packager.grading import rules
 from packager.model import Environment, Expectations, Grading, Provenance, Repo, TaskSpec
 from packager.naming import make_slug
 
-_NAMES = {"hidden", "public", "build_health"}
-_LOST_STAR = re.compile(r"(\d(?:\.\d+)?)\s*(?=[A-Za-z_(])")
-
 
 def normalise_formula(text: str, task: str) -> str:
-    """Restore lost `*`s and allow only numbers, the three names, + - * / and parentheses."""
-    fixed = _LOST_STAR.sub(r"\1*", text.strip())
+    """Restore lost `*`s and validate with the grading runtime's own parser (numbers, the three
+    names, + - * / and parentheses); spaced so plan.json reads well.
+    """
     try:
-        tree = ast.parse(fixed, mode="eval")
-    except SyntaxError as exc:
-        raise RowError(task, "reward_formula", f"cannot parse {text!r}") from exc
-    for node in ast.walk(tree):
-        ok = isinstance(
-            node,
-            ast.Expression
-            | ast.BinOp
-            | ast.UnaryOp
-            | ast.Add
-            | ast.Sub
-            | ast.Mult
-            | ast.Div
-            | ast.USub
-            | ast.UAdd
-            | ast.Load,
-        )
-        ok = ok or (isinstance(node, ast.Constant) and isinstance(node.value, int | float))
-        ok = ok or (isinstance(node, ast.Name) and node.id in _NAMES)
-        if not ok:
-            raise RowError(
-                task, "reward_formula", f"not allowed in a formula: {ast.dump(node)[:60]}"
-            )
-    return re.sub(r"\s+", "", fixed).replace("*", " * ").replace("+", " + ")
-
-
-def evaluate_formula(expression: str, values: Mapping[str, float]) -> float:
-    """Evaluate a normalised formula (used for the expected floor)."""
-
-    def walk(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            return float(values[node.id])
-        if isinstance(node, ast.UnaryOp):
-            return -walk(node.operand) if isinstance(node.op, ast.USub) else walk(node.operand)
-        if isinstance(node, ast.BinOp):
-            left, right = walk(node.left), walk(node.right)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            return left / right
-        raise ValueError(ast.dump(node))
-
-    return walk(ast.parse(expression, mode="eval"))
+        rules.parse_expression(text)
+    except rules.RuleError as exc:
+        raise RowError(task, "reward_formula", str(exc)) from exc
+    fixed = re.sub(r"\s+", "", rules.normalize_expression(text))
+    return fixed.replace("*", " * ").replace("+", " + ")
 
 
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
@@ -93,7 +46,9 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     hidden = parse_files(get(row, task, "hidden_tests"), task, "hidden_tests")
     formula = normalise_formula(get_str(row, task, "reward_formula"), task)
     build = row.get("build_command") or None
-    floor = round(evaluate_formula(formula, {"hidden": 0.0, "public": 1.0, "build_health": 1.0}), 6)
+    floor = round(
+        rules.evaluate_formula(formula, {"hidden": 0.0, "public": 1.0, "build_health": 1.0}), 6
+    )
     return TaskSpec(
         provenance=Provenance(
             dataset=ctx.dataset,

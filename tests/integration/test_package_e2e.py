@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from packager.adapters.pdl import evaluate_formula, normalise_formula
+from packager.grading.rules import evaluate_formula
 from tests.conftest import run_cli, sample_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -44,8 +44,9 @@ def _expected_nop(task: str) -> float | None:
         return float(row["base_reward"])
     if "reward_formula" in row:
         # The PDL floor: the untouched repo passes its public tests and builds, fails hidden ones.
-        formula = normalise_formula(row["reward_formula"], task)
-        return evaluate_formula(formula, {"hidden": 0.0, "public": 1.0, "build_health": 1.0})
+        return evaluate_formula(
+            row["reward_formula"], {"hidden": 0.0, "public": 1.0, "build_health": 1.0}
+        )
     return None
 
 
