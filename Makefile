@@ -19,10 +19,11 @@ help:
 	@echo "make harbor                       the pinned Harbor 0.25 environment in .harbor/"
 	@echo "make hud                          the pinned HUD SDK (hud 0.6.21) in .hud/"
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps -r requirements-test.txt
 	@touch $@
 
 install: $(BIN)/.installed

@@ -50,8 +50,57 @@ RepoSourceOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--repo-source",
-        help="OWNER/NAME=LOCATION: read that repository from a local bare repo, working copy "
-        "or bundle instead of GitHub. Repeatable.",
+        help="OWNER/NAME=LOCATION or URL=LOCATION: read that repository from a local bare repo, "
+        "working copy or bundle instead of GitHub; or DIR, a folder of mirrors "
+        "(<dir>/<owner>/<name>.git, <dir>/<owner>+<name>, <dir>/<owner>__<name>.bundle, ...). "
+        "Repeatable.",
+    ),
+]
+RecipesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--recipes",
+        help="YAML/JSON file of environments for rows that carry none (SWE-bench) or web-app "
+        "start commands (SWEeper): keys instance_id/case_id/slug, owner/name@version or "
+        "owner/name (most specific wins); values use SWE-rebench install_config keys.",
+    ),
+]
+BaseImageOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--base-image",
+        help="VERSION=IMAGE: the base image for recipes asking for that Python version "
+        "(default: Debian's own python3 for its version). Repeatable.",
+    ),
+]
+PrebuiltOpt = Annotated[
+    str,
+    typer.Option(
+        "--prebuilt",
+        help="Published harness images: auto (a row's docker_image when the engine has it, "
+        "else its recipe), always (SWE-bench rows by the harness naming too), never.",
+    ),
+]
+PromptOpt = Annotated[
+    str,
+    typer.Option(
+        "--prompt", help="SWEeper: the agent's instruction, scoped (task_scoped) or specified."
+    ),
+]
+GraderEntryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--grader-entry",
+        help="EC-SWE: the scoring script's path among grader_files (default: the single "
+        "grader|grading|protected/{grade,grader,score,run_grader}.{py,sh}).",
+    ),
+]
+HistoryOpt = Annotated[
+    str,
+    typer.Option(
+        "--history",
+        help="Repository history in the agent image: full (up to base_commit) or base-only "
+        "(one commit holding the base tree; for mirrors that lack history objects).",
     ),
 ]
 TasksArg = Annotated[list[str] | None, typer.Argument(help="Instance ids to work on.")]
@@ -63,6 +112,12 @@ def _fail(exc: PackagerError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
+def _choice(value: str, name: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise typer.BadParameter(f"{name} {value!r}: expected one of {', '.join(allowed)}")
+    return value
+
+
 def _selection(
     tasks: list[str] | None,
     all_tasks: bool,
@@ -70,21 +125,37 @@ def _selection(
     split: str,
     schema: str | None,
     repo_source: list[str] | None,
+    *,
+    recipes: Path | None = None,
+    base_image: list[str] | None = None,
+    prebuilt: str = "auto",
+    prompt: str = "scoped",
+    grader_entry: str | None = None,
+    history: str = "full",
 ) -> Selection:
     from packager.pipeline import Selection
-    from packager.repos import parse_repo_source_options
+    from packager.recipes import Recipes, parse_base_image_options, read_recipes
+    from packager.repos import parse_repo_sources
     from packager.sources import open_dataset
 
     if not tasks and not all_tasks:
         raise typer.BadParameter("name at least one TASK or pass --all")
     if tasks and all_tasks:
         raise typer.BadParameter("give TASK ids or --all, not both")
+    sources = parse_repo_sources(repo_source or [])
     return Selection(
         dataset=open_dataset(dataset, split),
         task_ids=tuple(tasks or ()),
         all_tasks=all_tasks,
         schema=schema,
-        repo_sources=parse_repo_source_options(repo_source or []),
+        repo_sources=dict(sources.explicit),
+        mirror_dirs=tuple(sources.mirror_dirs),
+        recipes=read_recipes(recipes) if recipes is not None else Recipes(),
+        base_images=parse_base_image_options(base_image or []),
+        prebuilt=_choice(prebuilt, "--prebuilt", ("auto", "always", "never")),  # type: ignore[arg-type]
+        prompt=_choice(prompt, "--prompt", ("scoped", "specified")),  # type: ignore[arg-type]
+        grader_entry=grader_entry,
+        history=_choice(history, "--history", ("full", "base-only")),  # type: ignore[arg-type]
     )
 
 
@@ -93,12 +164,12 @@ def list_command(
     dataset: DatasetOpt = None, split: SplitOpt = "test", schema: SchemaOpt = None
 ) -> None:
     """List the rows of a dataset: instance id, schema, language."""
-    from packager.adapters import Context, detect_schema, to_spec
+    from packager.adapters import Context, detect_schema, row_id, to_spec
     from packager.sources import iter_rows, open_dataset
 
     try:
         ds = open_dataset(dataset, split)
-        ctx = Context(dataset=ds.name, split=split)
+        ctx = Context(dataset=ds.name, split=split, recipes=ds.recipes)
         for row in iter_rows(ds):
             name = schema or detect_schema(row)
             try:
@@ -106,7 +177,7 @@ def list_command(
             except PackagerError:
                 # Listing shows rows as they are; `render` names what is wrong with a bad one.
                 language = str(row.get("language") or "-")
-            typer.echo(f"{row.get('instance_id')}\t{name}\t{language}")
+            typer.echo(f"{row_id(row)}\t{name}\t{language}")
     except PackagerError as exc:
         _fail(exc)
 
@@ -120,6 +191,12 @@ def render_command(
     schema: SchemaOpt = None,
     out: OutOpt = Path("build"),
     repo_source: RepoSourceOpt = None,
+    recipes: RecipesOpt = None,
+    base_image: BaseImageOpt = None,
+    prebuilt: PrebuiltOpt = "auto",
+    prompt: PromptOpt = "scoped",
+    grader_entry: GraderEntryOpt = None,
+    history: HistoryOpt = "full",
 ) -> None:
     """Write Harbor task folders, HUD environment sources and oracle/nop manifests.
 
@@ -129,7 +206,20 @@ def render_command(
     from packager.pipeline import OutputPaths, render_selection
 
     try:
-        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        sel = _selection(
+            tasks,
+            all_tasks,
+            dataset,
+            split,
+            schema,
+            repo_source,
+            recipes=recipes,
+            base_image=base_image,
+            prebuilt=prebuilt,
+            prompt=prompt,
+            grader_entry=grader_entry,
+            history=history,
+        )
         specs = render_selection(sel, out)
     except PackagerError as exc:
         _fail(exc)
@@ -228,7 +318,9 @@ def _run_tasks(
     swept = build.remove_orphan_containers(client)
     if swept:
         console.print(f"removed {swept} container(s) left by an earlier run that did not finish")
-    opts = BuildOptions(timeout_sec=build_timeout, ca_bundle=ca_bundle, pull=pull)
+    opts = BuildOptions(
+        timeout_sec=build_timeout, ca_bundle=ca_bundle, pull=pull, mirror_dirs=sel.mirror_dirs
+    )
     results: list[TaskResult] = []
     todo = []
     for spec in specs:
@@ -329,6 +421,12 @@ def build_command(
     schema: SchemaOpt = None,
     out: OutOpt = Path("build"),
     repo_source: RepoSourceOpt = None,
+    recipes: RecipesOpt = None,
+    base_image: BaseImageOpt = None,
+    prebuilt: PrebuiltOpt = "auto",
+    prompt: PromptOpt = "scoped",
+    grader_entry: GraderEntryOpt = None,
+    history: HistoryOpt = "full",
     workers: WorkersOpt = 1,
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
@@ -336,7 +434,20 @@ def build_command(
 ) -> None:
     """Render, then build each task's agent image and grader image (cached by content hash)."""
     try:
-        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        sel = _selection(
+            tasks,
+            all_tasks,
+            dataset,
+            split,
+            schema,
+            repo_source,
+            recipes=recipes,
+            base_image=base_image,
+            prebuilt=prebuilt,
+            prompt=prompt,
+            grader_entry=grader_entry,
+            history=history,
+        )
         code = _run_tasks(
             sel,
             out,
@@ -361,6 +472,12 @@ def package_command(
     schema: SchemaOpt = None,
     out: OutOpt = Path("build"),
     repo_source: RepoSourceOpt = None,
+    recipes: RecipesOpt = None,
+    base_image: BaseImageOpt = None,
+    prebuilt: PrebuiltOpt = "auto",
+    prompt: PromptOpt = "scoped",
+    grader_entry: GraderEntryOpt = None,
+    history: HistoryOpt = "full",
     workers: WorkersOpt = 1,
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
@@ -375,7 +492,20 @@ def package_command(
     Tasks already verified for the same images are reported as cached (resume); --force reruns.
     """
     try:
-        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        sel = _selection(
+            tasks,
+            all_tasks,
+            dataset,
+            split,
+            schema,
+            repo_source,
+            recipes=recipes,
+            base_image=base_image,
+            prebuilt=prebuilt,
+            prompt=prompt,
+            grader_entry=grader_entry,
+            history=history,
+        )
         code = _run_tasks(
             sel,
             out,
@@ -403,6 +533,12 @@ def verify_command(
     schema: SchemaOpt = None,
     out: OutOpt = Path("build"),
     repo_source: RepoSourceOpt = None,
+    recipes: RecipesOpt = None,
+    base_image: BaseImageOpt = None,
+    prebuilt: PrebuiltOpt = "auto",
+    prompt: PromptOpt = "scoped",
+    grader_entry: GraderEntryOpt = None,
+    history: HistoryOpt = "full",
     workers: WorkersOpt = 1,
     engine: EngineOpt = "local",
     patch: Annotated[
@@ -426,7 +562,20 @@ def verify_command(
     if patch is not None and engine != "local":
         raise typer.BadParameter("--patch grades with the local engine")
     try:
-        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        sel = _selection(
+            tasks,
+            all_tasks,
+            dataset,
+            split,
+            schema,
+            repo_source,
+            recipes=recipes,
+            base_image=base_image,
+            prebuilt=prebuilt,
+            prompt=prompt,
+            grader_entry=grader_entry,
+            history=history,
+        )
         if patch is None:
             code = _run_tasks(
                 sel,
@@ -452,7 +601,13 @@ def verify_command(
         spec = specs[0]
         paths = OutputPaths(out, sel.dataset.name)
         client = build.connect()
-        built = build_task(client, spec, paths, sel.merged_repo_sources, BuildOptions())
+        built = build_task(
+            client,
+            spec,
+            paths,
+            sel.merged_repo_sources,
+            BuildOptions(mirror_dirs=sel.mirror_dirs),
+        )
         plan = RunPlan(
             task=f"{spec.provenance.dataset}/{spec.provenance.slug}",
             agent_image=str(built["agent_image"]),
@@ -497,6 +652,12 @@ def audit_command(
     schema: SchemaOpt = None,
     out: OutOpt = Path("build"),
     repo_source: RepoSourceOpt = None,
+    recipes: RecipesOpt = None,
+    base_image: BaseImageOpt = None,
+    prebuilt: PrebuiltOpt = "auto",
+    prompt: PromptOpt = "scoped",
+    grader_entry: GraderEntryOpt = None,
+    history: HistoryOpt = "full",
 ) -> None:
     """Inspect every layer and git object of built agent images for leaks (exit 1 on a leak).
 
@@ -508,7 +669,20 @@ def audit_command(
     from packager.pipeline import OutputPaths, render_selection
 
     try:
-        sel = _selection(tasks, all_tasks, dataset, split, schema, repo_source)
+        sel = _selection(
+            tasks,
+            all_tasks,
+            dataset,
+            split,
+            schema,
+            repo_source,
+            recipes=recipes,
+            base_image=base_image,
+            prebuilt=prebuilt,
+            prompt=prompt,
+            grader_entry=grader_entry,
+            history=history,
+        )
         specs = render_selection(sel, out)
         client = build.connect()
         paths = OutputPaths(out, sel.dataset.name)

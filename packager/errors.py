@@ -13,7 +13,8 @@ PackagerError                    exit 1 unless a subclass says otherwise
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import shlex
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
@@ -53,14 +54,38 @@ class UnknownTasksError(InputError):
 
 
 class RepoSourceError(PackagerError):
-    """A repository source cannot be read, or it lacks the commit a row names."""
+    """A repository source cannot be read, or it lacks the commit a row names.
+
+    When a git command failed, `command` is its argv and `stderr` the last lines git printed;
+    `missing` lists the objects the source lacks as (object id, path) pairs (path "" when it
+    cannot be told). All three also appear in the message.
+    """
 
     exit_code = 2
 
-    def __init__(self, task: str, field: str, problem: str) -> None:
+    def __init__(
+        self,
+        task: str,
+        field: str,
+        problem: str,
+        *,
+        command: Sequence[str] | None = None,
+        stderr: str = "",
+        missing: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.task = task
         self.field = field
-        super().__init__(f"{task}: field '{field}': {problem}")
+        self.problem = problem
+        self.command = tuple(command) if command is not None else None
+        self.stderr = stderr
+        self.missing = tuple(missing)
+        message = f"{task}: field '{field}': {problem}"
+        if self.command is not None:
+            message += f"\n  command: {shlex.join(self.command)}"
+        if stderr.strip():
+            said = "\n    ".join(line.rstrip() for line in stderr.strip().splitlines())
+            message += f"\n  git said:\n    {said}"
+        super().__init__(message)
 
 
 class EngineUnavailableError(PackagerError):

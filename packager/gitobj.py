@@ -49,3 +49,19 @@ def inline_commit_sha(files: dict[str, bytes]) -> str:
         f"committer {INLINE_IDENTITY} {INLINE_TIMESTAMP}\n\n{INLINE_MESSAGE}"
     ).encode()
     return _object_id("commit", body).hex()
+
+
+BASE_ONLY_MESSAGE = "Repository snapshot at {base}\n"
+
+
+def base_only_commit_sha(tree_sha: str, base_commit: str) -> str:
+    """The id of the single root commit holding `tree_sha` (history `base-only`), made with the
+    fixed identity and date of inline repositories, so it is known before the snapshot exists.
+    """
+    body = (
+        f"tree {tree_sha}\n"
+        f"author {INLINE_IDENTITY} {INLINE_TIMESTAMP}\n"
+        f"committer {INLINE_IDENTITY} {INLINE_TIMESTAMP}\n\n"
+        f"{BASE_ONLY_MESSAGE.format(base=base_commit)}"
+    ).encode()
+    return _object_id("commit", body).hex()

@@ -11,7 +11,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Schema = Literal["swebench", "swe-rebench", "ec-swe", "pdl", "sweeper"]
-Parser = Literal["pytest", "gotest", "tap", "junit"]
+Parser = str
+"""A parser of the grading runtime (`packager.grading.parsers.PARSERS`)."""
+JsonValue = str | int | float | bool | None | list[str]
 Rule = Literal["all_pass", "formula", "script", "judge"]
 Status = Literal[
     "verified",
@@ -43,6 +45,8 @@ class Provenance(Frozen):
     instance_id: str
     slug: str
     language: str = "unknown"
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """Row facts that travel into task.toml's metadata (e.g. PDL tier, token budget)."""
 
 
 class Repo(Frozen):
@@ -57,6 +61,15 @@ class Repo(Frozen):
     reference_commit: str | None = None
     """Gold given as a later commit (SWEeper); the diff is read from the repo source."""
     workdir: str = "/testbed"
+    history: Literal["full", "base-only"] = "full"
+    """`full`: the history up to base_commit; `base-only`: one commit holding the base tree."""
+    diff_base: str | None = None
+    """The snapshot's HEAD when it differs from base_commit (history `base-only`)."""
+
+    @property
+    def head(self) -> str:
+        """The commit the agent image's repository is at: candidate diffs are taken from it."""
+        return self.diff_base or self.base_commit
 
 
 class Environment(Frozen):
@@ -64,7 +77,24 @@ class Environment(Frozen):
 
     base_image: str = "debian:bookworm-slim"
     dockerfile: str | None = None
-    """A row's own Dockerfile text (EC-SWE); its FROM names the base."""
+    """A row's own Dockerfile text (EC-SWE); its FROM names the base. A clone of the task's
+    repository in it has been replaced by the snapshot (`snapshot_at` marks where)."""
+    prebuilt: bool = False
+    """`base_image` is a published harness image that already holds the repository at the
+    workdir; its history is cut again and the snapshot replaces its `.git`."""
+    python: str | None = None
+    """Interpreter version of a Python recipe: a venv at /opt/venv comes first on PATH."""
+    requirements: dict[str, bytes] = Field(default_factory=dict)
+    """Requirement files installed with `pip install -r`, in order (name -> content)."""
+    requirements_paths: tuple[str, ...] = ()
+    """Requirement files still to be read from the repository at `source_commit` (the
+    pipeline resolves them into `requirements`; adapters do no I/O)."""
+    conda_env_paths: tuple[str, ...] = ()
+    """environment.yml files to read from the repository at `source_commit` (need conda)."""
+    conda_env_file: bytes | None = None
+    source_commit: str | None = None
+    pip_packages: tuple[str, ...] = ()
+    """Packages installed with pip after the requirement files."""
     packages: tuple[str, ...] = ()
     """Debian packages installed as root."""
     pre_install: tuple[str, ...] = ()
@@ -72,15 +102,19 @@ class Environment(Frozen):
     install: tuple[str, ...] = ()
     """Shell commands run in the workdir after the repository is copied in."""
     env: dict[str, str] = Field(default_factory=dict)
+    """ENV lines of the agent image, right after FROM; `$VAR` expands as Docker expands it, and
+    grading runs with the image's resulting environment (never these literals)."""
     network: bool = False
     """Whether the agent phase may use the network."""
+    shell_setup: str | None = None
+    """Shell run before every test command (activating a harness image's conda env)."""
 
 
 class Criterion(Frozen):
     """One weighted criterion of a script grader (weights of a task sum to 100)."""
 
     name: str
-    weight: int
+    weight: float
     description: str = ""
 
 
@@ -104,10 +138,19 @@ class Grading(Frozen):
     patch_allowed: tuple[str, ...] = ()
     patch_forbidden: tuple[str, ...] = ()
     grader_command: str | None = None
+    grader_dir: str = "."
+    """The scoring script's folder among the grader files (its working directory)."""
     grader_files: dict[str, bytes] = Field(default_factory=dict)
     criteria: tuple[Criterion, ...] = ()
     workflows: str | None = None
     """SWEeper behaviour workflows (YAML text), judged by a model in a browser."""
+    app_start: str | None = None
+    """SWEeper: the command that starts the web app (with PORT set), and how it was found."""
+    app_port: int | None = None
+    app_start_how: str | None = None
+    build_health: Literal["command", "collected"] = "command"
+    """formula rule: `command` = build_command exits 0 (none = 1); `collected` = the test run
+    got as far as collecting and running tests (docs/grading.md)."""
 
     @model_validator(mode="after")
     def _rule_has_what_it_needs(self) -> Grading:
@@ -116,7 +159,7 @@ class Grading(Frozen):
         if self.rule == "script":
             if not self.grader_command:
                 raise ValueError("script grading needs a grader command")
-            if sum(c.weight for c in self.criteria) != 100:
+            if self.criteria and abs(sum(c.weight for c in self.criteria) - 100.0) > 1e-6:
                 raise ValueError("criterion weights must sum to 100")
         if self.rule == "formula" and not self.formula:
             raise ValueError("formula grading needs a formula")

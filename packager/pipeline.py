@@ -4,14 +4,17 @@ and verify. Errors of one task are caught here, per task, into that task's resul
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from packager.adapters import Context, to_spec
+from packager.adapters import Context, Prebuilt, Prompt, row_id, to_spec
 from packager.errors import RepoSourceError, RowError, UnknownTasksError
 from packager.model import TaskSpec
+from packager.recipes import Recipes
 from packager.sources import DatasetSource, iter_rows
 
 if TYPE_CHECKING:
@@ -21,18 +24,58 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Selection:
-    """Which rows of which dataset to work on."""
+    """Which rows of which dataset to work on, and the options that shape their tasks."""
 
     dataset: DatasetSource
     task_ids: tuple[str, ...] = ()
     all_tasks: bool = False
     schema: str | None = None
     repo_sources: dict[str, str] = field(default_factory=dict)
+    mirror_dirs: tuple[str, ...] = ()
+    """Folders of repository mirrors (`--repo-source DIR`)."""
+    recipes: Recipes = field(default_factory=Recipes)
+    """`--recipes FILE` (merged over a `recipes.yaml` shipped next to the dataset)."""
+    base_images: dict[str, str] = field(default_factory=dict)
+    prebuilt: Prebuilt = "auto"
+    prompt: Prompt = "scoped"
+    grader_entry: str | None = None
+    history: Literal["full", "base-only"] = "full"
 
     @property
     def merged_repo_sources(self) -> dict[str, str]:
         """Dataset-shipped bundles, overridden by `--repo-source` options."""
         return {**self.dataset.repo_sources, **self.repo_sources}
+
+    def context(self, has_image: Callable[[str], bool] | None = None) -> Context:
+        """The adapters' view of this selection."""
+        return Context(
+            dataset=self.dataset.name,
+            split=self.dataset.split,
+            recipes=self.dataset.recipes.merged(self.recipes),
+            base_images=dict(self.base_images),
+            prebuilt=self.prebuilt,
+            has_image=has_image or _engine_has_image,
+            prompt=self.prompt,
+            grader_entry=self.grader_entry,
+            history=self.history,
+        )
+
+
+@functools.lru_cache(maxsize=1024)
+def _engine_has_image(name: str) -> bool:
+    """Whether a reachable local engine has the image (False when no engine answers)."""
+    try:
+        import docker
+        import docker.errors
+
+        client = docker.from_env(timeout=5)
+        try:
+            client.images.get(name)
+        except docker.errors.ImageNotFound:
+            return False
+        return True
+    except Exception:  # noqa: BLE001 - no engine: nothing is available locally
+        return False
 
 
 @dataclass(frozen=True)
@@ -68,12 +111,12 @@ class OutputPaths:
 
 def iter_specs(sel: Selection) -> Iterator[TaskSpec]:
     """Adapt the selected rows, in dataset order; fails on duplicates and unknown ids."""
-    ctx = Context(dataset=sel.dataset.name, split=sel.dataset.split)
+    ctx = sel.context()
     wanted = set(sel.task_ids)
     seen: set[str] = set()
     for row in iter_rows(sel.dataset):
-        instance_id = row.get("instance_id")
-        if not isinstance(instance_id, str) or not instance_id:
+        instance_id = row_id(row)
+        if instance_id is None:
             raise RowError(f"row {len(seen) + 1}", "instance_id", "missing or empty")
         if instance_id in seen:
             raise RowError(instance_id, "instance_id", "duplicate instance id in the dataset")
@@ -85,18 +128,31 @@ def iter_specs(sel: Selection) -> Iterator[TaskSpec]:
         raise UnknownTasksError(unknown, sel.dataset.name)
 
 
-def resolve_spec(spec: TaskSpec, repo_sources: dict[str, str]) -> TaskSpec:
-    """Check the base commit against a local repo source, and read a commit-given gold patch."""
+def resolve_spec(
+    spec: TaskSpec, repo_sources: dict[str, str], mirror_dirs: tuple[str, ...] = ()
+) -> TaskSpec:
+    """Complete a spec from its repository source (the only reads adapters cannot do): check
+    the commits exist, read a commit-given gold patch (SWEeper), requirement files named by a
+    recipe, the base-only commit id, and how a web app starts.
+    """
     if spec.repo.files is not None:
         return spec
     from packager import repos
 
     name = spec.repo.name
-    if name not in repo_sources and spec.repo.reference_commit is None:
+    env = spec.environment
+    needs_source = bool(
+        spec.repo.reference_commit is not None
+        or env.requirements_paths
+        or env.conda_env_paths
+        or spec.repo.history == "base-only"
+        or spec.grading.rule == "judge"
+    )
+    if name not in repo_sources and not mirror_dirs and not needs_source:
         # A remote source is only contacted when the image is built.
         return spec
     try:
-        git_dir = repos.git_dir_for(repos.source_for(name, repo_sources))
+        git_dir = repos.git_dir_for(repos.source_for(name, repo_sources, mirror_dirs=mirror_dirs))
     except RepoSourceError as exc:
         raise RowError(spec.task_id, "repo", str(exc).split(": ", 2)[-1]) from exc
     for field_name, sha in (
@@ -107,12 +163,148 @@ def resolve_spec(spec: TaskSpec, repo_sources: dict[str, str]) -> TaskSpec:
             raise RowError(
                 spec.task_id, field_name, f"commit {sha} not found in repo source for {name}"
             )
+    update: dict[str, object] = {}
     if spec.repo.reference_commit is not None and spec.gold_patch is None:
         diff = repos.read_diff(git_dir, spec.repo.base_commit, spec.repo.reference_commit)
         if not diff.strip():
             raise RowError(spec.task_id, "reference_commit", "no change from base_commit")
-        return spec.model_copy(update={"gold_patch": diff})
-    return spec
+        update["gold_patch"] = diff
+    if env.requirements_paths or env.conda_env_paths:
+        update["environment"] = _read_recipe_files(spec, git_dir)
+    if spec.repo.history == "base-only":
+        from packager.gitobj import base_only_commit_sha
+        from packager.gitread import tree_sha
+
+        tree = tree_sha(git_dir, spec.repo.base_commit)
+        if tree is None:
+            raise RowError(spec.task_id, "base_commit", "cannot read its tree in the repo source")
+        head = base_only_commit_sha(tree, spec.repo.base_commit)
+        update["repo"] = spec.repo.model_copy(update={"diff_base": head})
+    if spec.grading.rule == "judge":
+        grading, environment = _web_app(spec, git_dir)
+        update["grading"] = grading
+        update["environment"] = environment
+    return spec.model_copy(update=update) if update else spec
+
+
+def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> object:
+    """The recipe's requirement files (with `-r` includes inlined, as the harness does) and
+    environment.yml, read from the repository at the environment setup commit.
+    """
+    from packager.gitread import read_file
+
+    env = spec.environment
+    commit = env.source_commit or spec.repo.base_commit
+
+    def read(path: str, key: str, depth: int = 0) -> bytes:
+        data = read_file(git_dir, commit, path)
+        if data is None:
+            raise RowError(
+                spec.task_id,
+                key,
+                f"{path} is not in {spec.repo.name} at {commit[:12]} "
+                "(the environment setup commit); files are read from the repository, never "
+                "downloaded",
+            )
+        lines = []
+        for line in data.decode("utf-8", "replace").splitlines():
+            words = line.strip().split()
+            if depth < 5 and len(words) == 2 and words[0] in ("-r", "--requirement"):
+                included = os.path.normpath(os.path.join(os.path.dirname(path), words[1]))
+                lines.append(read(included, key, depth + 1).decode("utf-8", "replace"))
+            else:
+                lines.append(line)
+        return ("\n".join(lines).rstrip("\n") + "\n").encode()
+
+    requirements = dict(env.requirements)
+    for path in env.requirements_paths:
+        requirements[path.replace("/", "__")] = read(path, "install_config.reqs_path")
+    conda = env.conda_env_file
+    for path in env.conda_env_paths:
+        conda = read(path, "install_config.env_yml_path")
+    return env.model_copy(
+        update={
+            "requirements": requirements,
+            "requirements_paths": (),
+            "conda_env_file": conda,
+            "conda_env_paths": (),
+        }
+    )
+
+
+def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[object, object]:
+    """How a SWEeper app starts (the recipe's command, else detected from the repository's
+    top-level files) and the runtimes its image needs.
+    """
+    import json as _json
+
+    from packager.adapters import assumptions as A
+    from packager.gitread import list_files, read_file
+    from packager.webapp import AppStart, detect_start
+
+    top = [p for p in list_files(git_dir, spec.repo.base_commit) if "/" not in p]
+    files = {p: read_file(git_dir, spec.repo.base_commit, p) or b"" for p in top}
+    g = spec.grading
+    start: AppStart | None
+    if g.app_start:
+        start = AppStart(g.app_start, g.app_port or A.SWEEPER_DEFAULT_PORT, "recipe")
+    else:
+        start = detect_start(files, default_port=A.SWEEPER_DEFAULT_PORT)
+    if start is None:
+        raise RowError(
+            spec.task_id,
+            "repo",
+            "cannot tell how to start the app (no package.json start script, Compose file, "
+            "manage.py or Flask app at the top of the repository); give a --recipes entry keyed "
+            "by case_id or slug with start_command and port",
+        )
+    packages: list[str] = []
+    install: list[str] = []
+    python = None
+    requirements: dict[str, bytes] = {}
+    if "package.json" in files:
+        packages.append("nodejs")
+        try:
+            manifest = _json.loads(files["package.json"] or b"{}")
+        except ValueError:
+            manifest = {}
+        deps = isinstance(manifest, dict) and (
+            manifest.get("dependencies") or manifest.get("devDependencies")
+        )
+        if deps:
+            packages.append("npm")
+        if deps:
+            install.append("npm install --no-audit --no-fund")
+        scripts = manifest.get("scripts") if isinstance(manifest, dict) else None
+        script_name = start.how.removeprefix("package.json scripts.")
+        if (
+            not deps
+            and start.how.startswith("package.json scripts.")
+            and isinstance(scripts, dict)
+            and isinstance(scripts.get(script_name), str)
+        ):
+            # What `npm run` would do, without needing npm for an app with no dependencies.
+            start = AppStart(
+                f'export PATH="$PWD/node_modules/.bin:$PATH"; {scripts[script_name]}',
+                start.port,
+                start.how,
+            )
+    if any(p in files for p in ("manage.py", "app.py", "wsgi.py", "requirements.txt")):
+        python = A.DEBIAN_PYTHON
+        if files.get("requirements.txt"):
+            requirements["requirements.txt"] = files["requirements.txt"]
+    environment = spec.environment.model_copy(
+        update={
+            "packages": tuple(packages),
+            "install": tuple(install),
+            "python": python,
+            "requirements": requirements,
+        }
+    )
+    grading = g.model_copy(
+        update={"app_start": start.command, "app_port": start.port, "app_start_how": start.how}
+    )
+    return grading, environment
 
 
 def render_selection(
@@ -129,13 +321,13 @@ def render_selection(
     sources = sel.merged_repo_sources
     # Pass 1: validate everything and keep nothing (rows are streamed twice).
     for spec in iter_specs(sel):
-        resolve_spec(spec, sources)
+        resolve_spec(spec, sources, sel.mirror_dirs)
     # Pass 2: render and write.
     written: list[TaskSpec] = []
     paths = OutputPaths(out, sel.dataset.name)
     digests: dict[Path, str] = {}
     for spec in iter_specs(sel):
-        resolved = resolve_spec(spec, sources)
+        resolved = resolve_spec(spec, sources, sel.mirror_dirs)
         task = make_harbor_task(resolved)
         slug = resolved.provenance.slug
         hud = make_hud_files(
@@ -167,6 +359,8 @@ class BuildOptions:
     ca_bundle: Path | None = None
     pull: bool = False
     """Let the engine pull missing base images; off by default, so a missing base fails fast."""
+    mirror_dirs: tuple[str, ...] = ()
+    """Folders of repository mirrors (`--repo-source DIR`)."""
 
 
 def build_task(
@@ -184,6 +378,7 @@ def build_task(
     import tempfile
 
     from packager import build, repos
+    from packager.errors import RepoSourceError
     from packager.targets.harbor import SNAPSHOT_FILE, make_harbor_task
 
     task = make_harbor_task(spec)
@@ -201,16 +396,30 @@ def build_task(
             snap = Path(tmp) / "repo"
             git_dir = None
             if spec.repo.files is None:
-                git_dir = repos.git_dir_for(repos.source_for(spec.repo.name, repo_sources))
+                git_dir = repos.git_dir_for(
+                    repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
+                )
                 if not repos.has_commit(git_dir, spec.repo.base_commit):
                     raise RowError(
                         spec.task_id,
                         "base_commit",
                         f"commit {spec.repo.base_commit} not found in repo source",
                     )
-            repos.write_snapshot_repo(
-                snap, git_dir=git_dir, base_commit=spec.repo.base_commit, files=spec.repo.files
+            head = repos.write_snapshot_repo(
+                snap,
+                git_dir=git_dir,
+                base_commit=spec.repo.base_commit,
+                files=spec.repo.files,
+                history=spec.repo.history,
+                log_path=logs / "snapshot.log",
+                task=spec.task_id,
             )
+            if head != spec.repo.head:
+                raise RepoSourceError(
+                    spec.task_id,
+                    "base_commit",
+                    f"the snapshot's HEAD is {head}, expected {spec.repo.head}",
+                )
             repos.write_snapshot_tar(snap, task_dir / "environment" / SNAPSHOT_FILE)
         context = task_dir / "environment"
         build.check_base_images(
@@ -366,11 +575,15 @@ def package_one(
             logs={"dir": str(paths.log_dir(slug)), "build": str(exc.log_path)},
         )
     except (RepoSourceError, RowError) as exc:
+        snapshot_log = paths.log_dir(slug) / "snapshot.log"
         return TaskResult(
             **base,
             status="build_failed",
             reason=str(exc),
-            logs={"dir": str(paths.log_dir(slug))},
+            logs={
+                "dir": str(paths.log_dir(slug)),
+                **({"snapshot": str(snapshot_log)} if snapshot_log.is_file() else {}),
+            },
         )
     except PackagerError as exc:
         return TaskResult(
@@ -414,10 +627,33 @@ def package_one(
     if not audit.clean:
         return finish("leak", audit.summary())
     if spec.grading.rule == "judge":
+        from packager.errors import RunError
+        from packager.webapp import AppStart, check_app_answers
+
+        g = spec.grading
+        assert g.app_start is not None and g.app_port is not None
+        start = AppStart(g.app_start, g.app_port, g.app_start_how or "")
+        try:
+            durations["app_check"] = round(
+                check_app_answers(
+                    client,
+                    images["agent"],
+                    start,
+                    workdir=spec.repo.workdir,
+                    log_path=paths.log_dir(slug) / "app-check.log",
+                    task=f"{spec.provenance.dataset}/{slug}",
+                ),
+                3,
+            )
+        except RunError as exc:
+            logs["app_check"] = str(paths.log_dir(slug) / "app-check.log")
+            return finish("infra_error", f"the app does not answer HTTP: {exc.reason}")
+        logs["app_check"] = str(paths.log_dir(slug) / "app-check.log")
         return finish(
             "needs_judge",
-            "graded by browser workflows judged by a model; that verifier "
-            "is not implemented yet, so oracle and nop are not run",
+            f"the app starts and answers HTTP on port {g.app_port} ({g.app_start_how}: "
+            f"{g.app_start}); graded by browser workflows judged by a model, a verifier not "
+            "implemented yet, so oracle and nop are not run",
         )
     if not verify:
         return finish("built")

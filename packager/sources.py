@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from packager.errors import DatasetError
+from packager.recipes import Recipes, read_recipes
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 SAMPLES = "samples"
@@ -27,6 +28,8 @@ class DatasetSource:
     location: str
     split: str
     repo_sources: dict[str, str] = field(default_factory=dict)
+    recipes: Recipes = field(default_factory=Recipes)
+    """`recipes.yaml` (or `.json`) shipped next to the dataset: environments for its rows."""
 
 
 def open_dataset(source: str | None, split: str = "test") -> DatasetSource:
@@ -34,17 +37,37 @@ def open_dataset(source: str | None, split: str = "test") -> DatasetSource:
     from packager.naming import make_dataset_name
 
     if source in (None, "", SAMPLES):
-        return DatasetSource(SAMPLES, str(SAMPLES_DIR / "rows.jsonl"), split, _bundles(SAMPLES_DIR))
+        return DatasetSource(
+            SAMPLES,
+            str(SAMPLES_DIR / "rows.jsonl"),
+            split,
+            _bundles(SAMPLES_DIR),
+            _shipped_recipes(SAMPLES_DIR),
+        )
     assert source is not None
     path = Path(source)
     if path.exists():
-        bundles = _bundles(path if path.is_dir() else path.parent)
-        return DatasetSource(make_dataset_name(str(path)), str(path), split, bundles)
+        folder = path if path.is_dir() else path.parent
+        return DatasetSource(
+            make_dataset_name(str(path)),
+            str(path),
+            split,
+            _bundles(folder),
+            _shipped_recipes(folder),
+        )
     if source.count("/") == 1 and not source.startswith((".", "/")):
         return DatasetSource(make_dataset_name(source), source, split)
     raise DatasetError(
         f"dataset {source!r}: no such file or directory, and not a hub id (owner/name)"
     )
+
+
+def _shipped_recipes(folder: Path) -> Recipes:
+    """`recipes.yaml`/`recipes.yml`/`recipes.json` next to a dataset (the samples ship one)."""
+    for name in ("recipes.yaml", "recipes.yml", "recipes.json"):
+        if (folder / name).is_file():
+            return read_recipes(folder / name)
+    return Recipes()
 
 
 def _bundles(folder: Path) -> dict[str, str]:

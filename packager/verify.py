@@ -274,7 +274,7 @@ def run_once(
     elif (log_dir / "apply.log").is_file():
         apply_log = str(log_dir / "apply.log")
         apply_excerpt = excerpt((log_dir / "apply.log").read_text(errors="replace"))
-    reason = report.get("reason")
+    reason = report.get("reason") or failed_tests_reason(report)
     grade_status = str(report.get("status", "graded"))
     if grade_status == "infra_error" and reason and "timeout" in str(reason):
         reason = f"timeout: the test command ran past {plan.grade_timeout_sec} s ({reason})"
@@ -289,6 +289,25 @@ def run_once(
         apply_log=apply_log,
         apply_excerpt=apply_excerpt,
     )
+
+
+def failed_tests_reason(report: dict[str, Any]) -> str | None:
+    """Which listed tests failed or went missing (first few per group, and the counts)."""
+    failed = report.get("failed_tests")
+    counts = report.get("failed_counts")
+    if not isinstance(failed, dict) or not isinstance(counts, dict):
+        return None
+    tests = report.get("tests")
+    statuses: dict[str, Any] = tests if isinstance(tests, dict) else {}
+    parts = []
+    for group, ids in failed.items():
+        count = counts.get(group, 0)
+        if not count or not isinstance(ids, list):
+            continue
+        shown = [f"{i} ({statuses.get(i, 'missing')})" for i in ids[:3]]
+        more = f" and {count - len(shown)} more" if count > len(shown) else ""
+        parts.append(f"{group}: {count} not passed: {', '.join(shown)}{more}")
+    return "; ".join(parts) or None
 
 
 def _write_zero_reward(log_dir: Path, reason: str) -> None:

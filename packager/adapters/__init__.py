@@ -7,29 +7,57 @@ present wins (most specific first). `--schema` skips detection.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from packager.errors import DatasetError, RowError
 from packager.model import Schema, TaskSpec
+from packager.recipes import Recipes
+
+Prebuilt = Literal["auto", "always", "never"]
+Prompt = Literal["scoped", "specified"]
 
 
 @dataclass(frozen=True)
 class Context:
-    """What an adapter knows besides the row."""
+    """What an adapter knows besides the row: the dataset and the user's options."""
 
     dataset: str
     split: str
+    recipes: Recipes = field(default_factory=Recipes)
+    base_images: Mapping[str, str] = field(default_factory=dict)
+    """Python version -> base image (`--base-image`)."""
+    prebuilt: Prebuilt = "auto"
+    """Published harness images: `always` use them (SWE-bench rows by the harness naming),
+    `never` build from the recipe, `auto` use a row's `docker_image` when the engine has it."""
+    has_image: Callable[[str], bool] = field(default=lambda _name: False)
+    """Whether the engine has an image locally (the pipeline asks Docker when it answers)."""
+    prompt: Prompt = "scoped"
+    """SWEeper: `scoped` gives the agent task_scoped, `specified` gives task_specified."""
+    grader_entry: str | None = None
+    """EC-SWE: the scoring script's path among grader_files (`--grader-entry`)."""
+    history: Literal["full", "base-only"] = "full"
 
 
 _MARKERS: tuple[tuple[Schema, tuple[str, ...]], ...] = (
-    ("sweeper", ("workflows", "reference_commit")),
+    ("sweeper", ("case_id", "workflows")),
     ("pdl", ("files", "reward_formula")),
     ("ec-swe", ("grader", "grader_files")),
     ("swe-rebench", ("install_config", "docker_image")),
-    ("swebench", ("FAIL_TO_PASS", "version", "environment_setup_commit")),
+    ("swebench", ("FAIL_TO_PASS", "environment_setup_commit")),
 )
 SCHEMAS: tuple[Schema, ...] = tuple(name for name, _ in _MARKERS)
+ID_COLUMNS = ("instance_id", "case_id")
+"""The id column of a row: SWEeper rows have `case_id`, every other card `instance_id`."""
+
+
+def row_id(row: Mapping[str, Any]) -> str | None:
+    """The row's id (instance_id, or SWEeper's case_id), None when it has none."""
+    for column in ID_COLUMNS:
+        value = row.get(column)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def detect_schema(row: Mapping[str, Any]) -> Schema:
@@ -38,7 +66,7 @@ def detect_schema(row: Mapping[str, Any]) -> Schema:
     for name, markers in _MARKERS:
         if all(m in keys for m in markers):
             return name
-    task = str(row.get("instance_id", "<no instance_id>"))
+    task = row_id(row) or "<no instance_id>"
     raise RowError(
         task,
         "<columns>",
@@ -68,7 +96,7 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
     from pydantic import ValidationError
 
     name = schema or detect_schema(row)
-    task = str(row.get("instance_id") or "<no instance_id>")
+    task = row_id(row) or "<no instance_id>"
     try:
         return get_adapter(name)(row, ctx)
     except ValidationError as exc:

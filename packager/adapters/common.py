@@ -165,3 +165,22 @@ def parse_files(value: Any, task: str, field: str) -> dict[str, bytes]:
     if not files:
         raise RowError(task, field, "no files")
     return dict(sorted(files.items()))
+
+
+_REPO_URL = re.compile(
+    r"^(?:[a-z][a-z0-9+.-]*://(?:[^/@]+@)?[^/]+/|git@[^:]+:)(?P<path>[^?#]+?)(?:\.git)?/?$",
+    re.IGNORECASE,
+)
+
+
+def repo_name(value: Any, task: str, field: str) -> str:
+    """`owner/name` from `owner/name` or a repository URL (`https://host/owner/name[.git]`)."""
+    if not isinstance(value, str) or not value.strip():
+        raise RowError(task, field, "missing or empty")
+    text = value.strip()
+    match = _REPO_URL.match(text)
+    path = match.group("path") if match else text
+    parts = [p for p in path.split("/") if p]
+    if len(parts) < 2 or any(p in (".", "..") for p in parts):
+        raise RowError(task, field, f"not a repository (owner/name or URL): {text!r}")
+    return "/".join(parts[-2:])

@@ -1,61 +1,179 @@
-"""EC-SWE rows → TaskSpec (grading rule `script`: the row's own weighted grader).
+"""EC-SWE rows → TaskSpec (grading rule `script`: the row's own scoring script).
 
-Quirks owned here: `grader` arrives as a JSON string or dict; `grader_files` content is utf-8 or
-base64; criterion weights must sum to 100; `base_reward` is what the untouched repo scores.
+Quirks owned here: `grader` is a list of `{criterion, weight}` with float weights adding up to
+100; `grader_files` (`{path, encoding, content}`, utf-8 or base64) live under `grader/`,
+`grading/` or `protected/` and hold the hidden tests and the scoring script, found by the rule
+in `find_entry` or named with `--grader-entry`; the row's `dockerfile` clones the repository,
+and that clone is replaced by the packager's snapshot (`substitute_clone`), so no later commit
+reaches the agent image; `base_reward` is what the untouched repository scores.
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
+import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from packager.adapters import Context
-from packager.adapters.common import (
-    check_patch,
-    get,
-    get_sha,
-    get_str,
-    parse_files,
-    parse_mapping,
-)
+from packager.adapters import Context, row_id
+from packager.adapters import assumptions as A
+from packager.adapters.common import check_patch, get, get_sha, get_str, parse_files
 from packager.errors import RowError
 from packager.model import (
     Criterion,
     Environment,
     Expectations,
     Grading,
+    JsonValue,
     Provenance,
     Repo,
     TaskSpec,
 )
 from packager.naming import make_slug
 
+WEIGHT_TOLERANCE = 1e-6
+SNAPSHOT_MARK = "# packager: the repository snapshot replaces the row's clone here"
 
-def _criteria(grader: Mapping[str, Any], task: str) -> tuple[Criterion, ...]:
-    raw = grader.get("criteria")
-    if not isinstance(raw, list) or not raw:
-        raise RowError(task, "grader.criteria", "missing or empty")
+
+def parse_criteria(value: Any, task: str) -> tuple[Criterion, ...]:
+    """`grader`: a list of {criterion, weight} (or its JSON text); weights add up to 100."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise RowError(task, "grader", f"not a JSON list: {exc.msg}") from exc
+    if not isinstance(value, list) or not value:
+        raise RowError(task, "grader", "expected a non-empty list of {criterion, weight}")
     criteria = []
-    for item in raw:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise RowError(task, "grader.criteria", "each criterion needs a name")
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping) or not isinstance(item.get("criterion"), str):
+            raise RowError(task, f"grader[{i}].criterion", "each entry needs a criterion text")
         weight = item.get("weight")
-        if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
-            raise RowError(
-                task, "grader.criteria", f"weight of {item['name']!r} must be an int >= 0"
-            )
-        criteria.append(
-            Criterion(
-                name=item["name"], weight=weight, description=str(item.get("description", ""))
-            )
-        )
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+            raise RowError(task, f"grader[{i}].weight", "expected a number >= 0")
+        criteria.append(Criterion(name=item["criterion"], weight=float(weight)))
     total = sum(c.weight for c in criteria)
-    if total != 100:
-        raise RowError(task, "grader.criteria", f"weights sum to {total}, not 100")
-    names = [c.name for c in criteria]
-    if len(set(names)) != len(names) or "reward" in names:
-        raise RowError(task, "grader.criteria", "criterion names must be unique and not 'reward'")
+    if abs(total - 100.0) > WEIGHT_TOLERANCE:
+        raise RowError(task, "grader", f"weights add up to {total:g}, not 100")
     return tuple(criteria)
+
+
+def find_entry(files: Mapping[str, bytes], task: str, named: str | None) -> str:
+    """The scoring script among the grader files.
+
+    With `--grader-entry`, that path. Otherwise the single file `<root>/<stem><suffix>` at the
+    top of a grader folder (roots grader/, grading/, protected/; stems grade, grader, score,
+    run_grader; suffixes .py, .sh).
+    """
+    if named:
+        if named not in files:
+            raise RowError(task, "grader_files", f"--grader-entry {named}: no such grader file")
+        return named
+    candidates = [
+        path
+        for path in files
+        if path.count("/") == 1
+        and path.split("/")[0] in A.ECSWE_GRADER_ROOTS
+        and posixpath.splitext(path.split("/")[1])[0] in A.ECSWE_ENTRY_STEMS
+        and posixpath.splitext(path)[1] in A.ECSWE_ENTRY_SUFFIXES
+    ]
+    if len(candidates) == 1:
+        return candidates[0]
+    what = f"several ({', '.join(sorted(candidates))})" if candidates else "none"
+    raise RowError(
+        task,
+        "grader_files",
+        f"cannot tell the scoring script: {what} of the form "
+        f"<{'|'.join(A.ECSWE_GRADER_ROOTS)}>/<{'|'.join(A.ECSWE_ENTRY_STEMS)}>"
+        f"{{{','.join(A.ECSWE_ENTRY_SUFFIXES)}}}; name it with --grader-entry PATH",
+    )
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Dockerfile lines with backslash continuations joined."""
+    lines: list[str] = []
+    current = ""
+    for raw in text.splitlines():
+        if raw.rstrip().endswith("\\"):
+            current += raw.rstrip()[:-1] + " "
+            continue
+        lines.append(current + raw)
+        current = ""
+    if current:
+        lines.append(current)
+    return lines
+
+
+def _names_repo(url: str, repo: str) -> bool:
+    tail = url.rstrip("/").removesuffix(".git").lower()
+    return tail.endswith("/" + repo.lower()) or tail.endswith(":" + repo.lower())
+
+
+_GIT_STEP = re.compile(r"^\s*git\s+(?:-C\s+\S+\s+)?(checkout|reset|fetch|pull|switch)\b")
+
+
+def substitute_clone(dockerfile: str, repo: str, default_dir: str) -> tuple[str, str | None]:
+    """Replace a `git clone` of `repo` in RUN lines by the snapshot (ADD repo.tar <dir>).
+
+    Steps of the same RUN that move the clone (checkout, reset, fetch, pull) are dropped; the
+    rest of the line stays. COPY/ADD of grader folders (grading belongs to the grader image)
+    are dropped too. Returns the new text and the clone's directory (None: no clone found).
+    """
+    out: list[str] = []
+    workdir = "/"
+    clone_dir: str | None = None
+    for line in _logical_lines(dockerfile):
+        words = line.split()
+        keyword = words[0].upper() if words else ""
+        if keyword == "WORKDIR" and len(words) >= 2:
+            workdir = posixpath.join(workdir, words[1])
+        if keyword in ("COPY", "ADD") and any(
+            w.strip("./").split("/")[0] in A.ECSWE_GRADER_ROOTS
+            for w in words[1:-1]
+            if not w.startswith("--")
+        ):
+            out.append(f"# packager: dropped (grading files go to the grader image): {line}")
+            continue
+        if keyword != "RUN" or "git clone" not in line or clone_dir is not None:
+            out.append(line)
+            continue
+        body = line.split(None, 1)[1]
+        kept: list[str] = []
+        found: str | None = None
+        for step in body.split("&&"):
+            try:
+                argv = shlex.split(step)
+            except ValueError:
+                argv = step.split()
+            if len(argv) >= 3 and argv[0] == "git" and argv[1] == "clone":
+                positional = [a for a in argv[2:] if not a.startswith("-")]
+                # Options that take a value (--branch X, --depth N, -b X, -o X) leave their value
+                # among the positionals; the URL is the first that names the repository.
+                urls = [a for a in positional if _names_repo(a, repo)]
+                if urls:
+                    after = positional[positional.index(urls[0]) + 1 :]
+                    target = after[0] if after else repo.split("/")[-1]
+                    found = posixpath.normpath(posixpath.join(workdir, target))
+                    continue
+            if found is not None and _GIT_STEP.match(step):
+                continue
+            kept.append(step.strip())
+        if found is None:
+            out.append(line)
+            continue
+        clone_dir = found
+        out.append(SNAPSHOT_MARK)
+        out.append(f"ADD repo.tar {found}")
+        kept = [k for k in kept if k]
+        if all(k.split()[0] == "cd" for k in kept):
+            kept = []  # only moved into the clone: nothing left to run
+        if kept:
+            out.append("RUN " + " && ".join(kept))
+    if clone_dir is None:
+        return dockerfile, None
+    return "\n".join(out) + "\n", clone_dir if clone_dir else default_dir
 
 
 def _base_image(dockerfile: str, task: str) -> str:
@@ -66,17 +184,34 @@ def _base_image(dockerfile: str, task: str) -> str:
     raise RowError(task, "dockerfile", "no FROM line")
 
 
+_METADATA_COLUMNS = (
+    "hud_task",
+    "difficulty",
+    "repo_license",
+    "agent_runs",
+    "agent_mean_reward",
+    "agent_solve_rate",
+)
+
+
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     """Adapt one EC-SWE row."""
-    task = get_str(row, "?", "instance_id")
-    grader = parse_mapping(get(row, task, "grader"), task, "grader")
-    command = grader.get("command")
-    if not isinstance(command, str) or not command.strip():
-        raise RowError(task, "grader.command", "missing: nothing would run the grader")
-    timeout = grader.get("timeout_sec", 600)
-    if not isinstance(timeout, int) or timeout <= 0:
-        raise RowError(task, "grader.timeout_sec", "expected a positive integer")
-    dockerfile = get_str(row, task, "dockerfile")
+    task = row_id(row) or get_str(row, "?", "instance_id")
+    repo = get_str(row, task, "repo")
+    criteria = parse_criteria(get(row, task, "grader"), task)
+    files = parse_files(get(row, task, "grader_files"), task, "grader_files")
+    for path in files:
+        if path.split("/")[0] not in A.ECSWE_GRADER_ROOTS:
+            raise RowError(
+                task,
+                "grader_files",
+                f"{path}: grader files live under {', '.join(A.ECSWE_GRADER_ROOTS)}",
+            )
+    entry = find_entry(files, task, ctx.grader_entry)
+    interpreter = A.ECSWE_INTERPRETERS.get(posixpath.splitext(entry)[1], "bash")
+    dockerfile, clone_dir = substitute_clone(
+        get_str(row, task, "dockerfile"), repo, A.ECSWE_WORKDIR
+    )
     base_reward = row.get("base_reward")
     if base_reward is not None and not (
         isinstance(base_reward, int | float) and 0.0 <= float(base_reward) < 1.0
@@ -84,6 +219,11 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
         raise RowError(task, "base_reward", "expected a number in [0, 1)")
     setup = row.get("setup_patch")
     test_patch = row.get("test_patch")
+    metadata: dict[str, JsonValue] = {
+        key: row[key] for key in _METADATA_COLUMNS if row.get(key) is not None
+    }
+    metadata["grader_entry"] = entry
+    metadata["snapshot"] = "replaces the dockerfile's clone" if clone_dir else "added after it"
     return TaskSpec(
         provenance=Provenance(
             dataset=ctx.dataset,
@@ -92,23 +232,26 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
             instance_id=task,
             slug=make_slug(task),
             language=str(row.get("language") or "unknown"),
+            metadata=metadata,
         ),
         instruction=get_str(row, task, "problem_statement"),
         repo=Repo(
-            name=get_str(row, task, "repo"),
+            name=repo,
             base_commit=get_sha(row, task, "base_commit"),
             setup_patch=check_patch(setup, task, "setup_patch") if setup else None,
+            workdir=clone_dir or A.ECSWE_WORKDIR,
+            history=ctx.history,
         ),
         environment=Environment(base_image=_base_image(dockerfile, task), dockerfile=dockerfile),
         gold_patch=check_patch(row.get("patch"), task, "patch"),
         grading=Grading(
             rule="script",
-            test_command=grader.get("test_command") or None,
-            timeout_sec=timeout,
+            timeout_sec=A.ECSWE_GRADER_TIMEOUT_SEC,
             test_patch=check_patch(test_patch, task, "test_patch") if test_patch else None,
-            grader_command=command,
-            grader_files=parse_files(get(row, task, "grader_files"), task, "grader_files"),
-            criteria=_criteria(grader, task),
+            grader_command=f"{interpreter} {shlex.quote(posixpath.basename(entry))}",
+            grader_dir=posixpath.dirname(entry),
+            grader_files=files,
+            criteria=criteria,
         ),
         expectations=Expectations(
             nop_reward=float(base_reward) if base_reward is not None else None

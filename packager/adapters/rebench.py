@@ -1,18 +1,9 @@
-"""SWE-rebench rows → TaskSpec: SWE-bench plus `install_config` (JSON string or dict) and
-`docker_image`, a prebuilt image used as the agent image's base when given.
+"""SWE-rebench rows → TaskSpec: the SWE-bench adapter, with the row's own `install_config`
+recipe and `docker_image` (see `packager.adapters.swebench`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from packager.adapters.swebench import to_spec_rebench as to_spec
 
-from packager.adapters import Context
-from packager.adapters.swebench import to_spec_with
-from packager.model import TaskSpec
-
-
-def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
-    """Adapt one SWE-rebench row."""
-    image = row.get("docker_image")
-    return to_spec_with(row, ctx, schema="swe-rebench", prebuilt=str(image) if image else None)
+__all__ = ["to_spec"]

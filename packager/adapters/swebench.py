@@ -1,9 +1,14 @@
-"""SWE-bench, Lite, Verified and `_oracle` rows → TaskSpec (grading rule `all_pass`).
+"""SWE-bench (full, Lite, Verified, `_oracle`) and SWE-rebench rows → TaskSpec (`all_pass`).
 
-Quirks owned here: FAIL_TO_PASS/PASS_TO_PASS arrive as JSON strings; `_oracle` rows carry `text`,
-a retrieval prompt that names the files to change, so it is never the instruction. The
-environment is the row's `install_config` recipe when present (same keys as SWE-rebench), else
-the published per-instance image.
+The SWE-bench card's rows carry nothing about environments: the recipe comes from `--recipes`
+(keyed by instance id, `owner/name@version` or `owner/name`), or the published harness image is
+used (`--prebuilt always`). SWE-rebench rows carry their recipe (`install_config`) and a
+published image (`docker_image`); the full SWE-rebench also carries `requirements` (the
+environment's `pip freeze`), installed as the exact pin set when building from the recipe.
+
+Quirks owned here: FAIL_TO_PASS/PASS_TO_PASS arrive as JSON strings (or lists);
+`install_config`/`meta` as JSON strings or dicts; `_oracle` rows carry `text`, a retrieval
+prompt that names the files to change, so it is never the instruction.
 """
 
 from __future__ import annotations
@@ -11,88 +16,105 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from packager.adapters import Context
-from packager.adapters.common import (
-    check_patch,
-    get_sha,
-    get_str,
-    parse_list,
-    parse_mapping,
-)
+from packager.adapters import Context, row_id
+from packager.adapters import assumptions as A
+from packager.adapters.common import check_patch, get_sha, get_str, parse_list, parse_mapping
+from packager.adapters.recipe import make_recipe
 from packager.errors import RowError
-from packager.model import Environment, Grading, Parser, Provenance, Repo, TaskSpec
+from packager.model import Environment, Grading, Provenance, Repo, Schema, TaskSpec
 from packager.naming import make_slug
+from packager.recipes import recipe_keys
 
-_PARSERS: dict[str, Parser] = {
-    "pytest": "pytest",
-    "parse_log_pytest": "pytest",
-    "parse_log_pytest_v2": "pytest",
-    "parse_log_pytest_options": "pytest",
-    "gotest": "gotest",
-    "go": "gotest",
-    "parse_log_gotest": "gotest",
-    "tap": "tap",
-    "node": "tap",
-    "junit": "junit",
-}
-
-
-def published_image(instance_id: str) -> str:
-    """The SWE-bench harness's per-instance image name."""
-    return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()
-
-
-def _commands(value: Any, task: str, field: str) -> tuple[str, ...]:
-    if value is None or value == "":
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise RowError(task, field, "expected a command string or a list of them")
-
-
-def recipe_environment(
-    config: Mapping[str, Any], task: str, field: str, base_image: str | None
-) -> tuple[Environment, str, Parser, int]:
-    """Environment, test command, parser and timeout from an install_config recipe."""
-    test_cmd = _commands(config.get("test_cmd"), task, f"{field}.test_cmd")
-    if not test_cmd:
-        raise RowError(task, f"{field}.test_cmd", "missing: nothing would run the tests")
-    parser_name = str(config.get("log_parser") or "pytest")
-    if parser_name not in _PARSERS:
-        raise RowError(task, f"{field}.log_parser", f"unknown parser {parser_name!r}")
-    env_vars = parse_mapping(config.get("env_vars"), task, f"{field}.env_vars")
-    timeout = config.get("timeout", 600)
-    if not isinstance(timeout, int) or timeout <= 0:
-        raise RowError(task, f"{field}.timeout", "expected a positive integer (seconds)")
-    environment = Environment(
-        base_image=base_image or str(config.get("base_image") or "debian:bookworm-slim"),
-        pre_install=_commands(config.get("pre_install"), task, f"{field}.pre_install"),
-        install=_commands(config.get("install"), task, f"{field}.install"),
-        env={str(k): str(v) for k, v in sorted(env_vars.items())},
-    )
-    return environment, " && ".join(test_cmd), _PARSERS[parser_name], timeout
+_TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands")
 
 
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     """Adapt one SWE-bench row."""
-    return to_spec_with(row, ctx, schema="swebench", prebuilt=None)
+    return to_spec_with(row, ctx, schema="swebench")
 
 
-def to_spec_with(
-    row: Mapping[str, Any], ctx: Context, *, schema: Any, prebuilt: str | None
-) -> TaskSpec:
-    """Shared by SWE-bench and SWE-rebench, which differ only in where the image comes from."""
-    task = get_str(row, "?", "instance_id")
-    config = parse_mapping(row.get("install_config"), task, "install_config")
-    if not config:
-        # The published image alone is not enough: the test command lives in the harness's
-        # spec tables, which this tool does not carry. A recipe (or a join adding one) is needed.
-        raise RowError(task, "install_config", "missing: give a recipe with at least test_cmd")
-    environment, test_cmd, parser, timeout = recipe_environment(
-        config, task, "install_config", prebuilt
+def to_spec_rebench(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
+    """Adapt one SWE-rebench row."""
+    return to_spec_with(row, ctx, schema="swe-rebench")
+
+
+def _row_image(row: Mapping[str, Any], ctx: Context, task: str) -> str | None:
+    """The published image this row runs in, per `--prebuilt` (None: build from a recipe)."""
+    if ctx.prebuilt == "never":
+        return None
+    named = row.get("docker_image") or row.get("image_name")
+    if named is not None and not isinstance(named, str):
+        raise RowError(task, "docker_image", "expected a string")
+    if ctx.prebuilt == "always":
+        return named or A.harness_image_name(task)
+    if named and ctx.has_image(named):
+        return named
+    return None
+
+
+def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> TaskSpec:
+    """Shared by SWE-bench and SWE-rebench: they differ only in where the recipe comes from."""
+    task = row_id(row) or get_str(row, "?", "instance_id")
+    repo = get_str(row, task, "repo")
+    base = get_sha(row, task, "base_commit")
+    version = row.get("version")
+    version = str(version) if version not in (None, "") else None
+    test_patch = check_patch(row.get("test_patch"), task, "test_patch")
+    env_commit = row.get("environment_setup_commit") or base
+    if not isinstance(env_commit, str):
+        raise RowError(task, "environment_setup_commit", "expected a commit id string")
+
+    found = ctx.recipes.find(recipe_keys(task, repo, version))
+    row_config = parse_mapping(row.get("install_config"), task, "install_config")
+    if found is not None:
+        field, config = f"recipes[{found[0]}]", found[1]
+    elif row_config:
+        field, config = "install_config", row_config
+    else:
+        field, config = "install_config", {}
+    image = _row_image(row, ctx, task)
+    if not config and image is None:
+        raise RowError(
+            task,
+            "install_config",
+            f"no environment: the row carries none; give a recipe with --recipes (keys: "
+            f"{task!r}, '{repo}@{version}' or {repo!r}) or use the published harness image "
+            "with --prebuilt always",
+        )
+    if image is not None:
+        # Only the test side of a recipe applies to a published image's environment.
+        config = {k: v for k, v in config.items() if k in _TEST_KEYS}
+    frozen = row.get("requirements")
+    if frozen is not None and not isinstance(frozen, str):
+        raise RowError(task, "requirements", "expected a pip freeze as text")
+    recipe = make_recipe(
+        config,
+        task=task,
+        field=field,
+        test_patch=test_patch,
+        base_images=ctx.base_images,
+        env_commit=str(env_commit),
+        frozen_requirements=frozen if (frozen and image is None) else None,
     )
+    environment = recipe.environment
+    test_command = recipe.test_command
+    if image is not None:
+        # The published image holds the repository and its environment; the recipe (when
+        # given) only contributes its test command and parser.
+        environment = Environment(
+            base_image=image,
+            prebuilt=True,
+            shell_setup=A.HARNESS_CONDA_ACTIVATE,
+            env=environment.env,
+        )
+    f2p = parse_list(row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False)
+    p2p = parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS")
+    metadata: dict[str, Any] = {"environment": "image" if image else "recipe"}
+    if version:
+        metadata["version"] = version
+    if found is not None:
+        metadata["recipe"] = found[0]
+    metadata["log_parser"] = recipe.harness_parser
     return TaskSpec(
         provenance=Provenance(
             dataset=ctx.dataset,
@@ -100,22 +122,20 @@ def to_spec_with(
             schema_name=schema,
             instance_id=task,
             slug=make_slug(task),
-            language=str(row.get("language") or "python"),
+            language=A.LANGUAGE_BY_PARSER.get(recipe.parser, A.SWEBENCH_LANGUAGE),
+            metadata=metadata,
         ),
         instruction=get_str(row, task, "problem_statement"),
-        repo=Repo(name=get_str(row, task, "repo"), base_commit=get_sha(row, task, "base_commit")),
+        repo=Repo(name=repo, base_commit=base, workdir=A.SWEBENCH_WORKDIR, history=ctx.history),
         environment=environment,
         gold_patch=check_patch(row.get("patch"), task, "patch"),
         grading=Grading(
             rule="all_pass",
-            parser=parser,
-            test_command=test_cmd,
-            timeout_sec=timeout,
-            env=environment.env,
-            test_patch=check_patch(row.get("test_patch"), task, "test_patch"),
-            fail_to_pass=parse_list(
-                row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False
-            ),
-            pass_to_pass=parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS"),
+            parser=recipe.parser,
+            test_command=test_command,
+            timeout_sec=recipe.timeout_sec,
+            test_patch=test_patch,
+            fail_to_pass=f2p,
+            pass_to_pass=p2p,
         ),
     )

@@ -1,7 +1,12 @@
 """SWEeper-Bench rows → TaskSpec (grading rule `judge`: browser workflows judged by a model).
 
-The gold change is `git diff base_commit reference_commit`, read from the repository source
-when the task is rendered (this adapter does no I/O).
+Quirks owned here: the id is `case_id`; `repo` is a URL; the agent's prompt is `task_scoped`
+(`--prompt specified` gives `task_specified` instead, the card's discovery/repair split);
+`workflows` is one YAML document whose `tests:` list holds a `target` and a `preservation`
+test, each with `id`, `category`, `purpose` and `steps`. The gold change is
+`git diff base_commit reference_commit`, and how the app starts is detected from the repository
+(or taken from a `--recipes` entry keyed by case_id or slug); both are read from the repository
+source by the pipeline (this adapter does no I/O).
 """
 
 from __future__ import annotations
@@ -12,43 +17,92 @@ from typing import Any
 
 import yaml
 
-from packager.adapters import Context
-from packager.adapters.common import get_sha, get_str, parse_list
+from packager.adapters import Context, row_id
+from packager.adapters import assumptions as A
+from packager.adapters.common import get_sha, get_str, repo_name
 from packager.errors import RowError
-from packager.model import Environment, Grading, Provenance, Repo, TaskSpec
+from packager.model import Environment, Grading, JsonValue, Provenance, Repo, TaskSpec
 from packager.naming import make_slug
 
-
-def _check_workflows(text: str, task: str) -> str:
-    try:
-        flows = _load_yaml(text)
-    except yaml.YAMLError as exc:
-        raise RowError(task, "workflows", f"not YAML: {exc}") from exc
-    if not isinstance(flows, list) or not flows:
-        raise RowError(task, "workflows", "expected a non-empty list of workflows")
-    kinds = set()
-    for flow in flows:
-        if not isinstance(flow, dict) or not flow.get("name") or not flow.get("steps"):
-            raise RowError(task, "workflows", "each workflow needs a name and steps")
-        kinds.add(flow.get("kind"))
-    if not {"target", "preservation"} <= kinds:
-        raise RowError(task, "workflows", "needs a target and a preservation workflow")
-    return text if text.endswith("\n") else text + "\n"
+CATEGORIES = ("target", "preservation")
 
 
 @functools.lru_cache(maxsize=64)
 def _load_yaml(text: str) -> Any:
-    """Parse once per distinct text (rows of one app often share their workflows)."""
+    """Parse once per distinct text."""
     return yaml.safe_load(text)
+
+
+def check_workflows(text: str, task: str) -> tuple[dict[str, Any], ...]:
+    """The behaviour tests of `workflows`: each has id, category, purpose and steps; there is
+    a target test and a preservation test.
+    """
+    try:
+        doc = _load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise RowError(task, "workflows", f"not YAML: {exc}") from exc
+    tests = doc.get("tests") if isinstance(doc, Mapping) else None
+    if not isinstance(tests, list) or not tests:
+        raise RowError(task, "workflows", "expected a YAML mapping with a non-empty 'tests' list")
+    seen: set[str] = set()
+    found: list[dict[str, Any]] = []
+    for i, test in enumerate(tests):
+        where = f"workflows.tests[{i}]"
+        if not isinstance(test, Mapping):
+            raise RowError(task, where, "expected a mapping")
+        for key in ("id", "category", "purpose", "steps"):
+            if not test.get(key):
+                raise RowError(task, f"{where}.{key}", "missing or empty")
+        if test["category"] not in CATEGORIES:
+            raise RowError(task, f"{where}.category", f"expected one of {', '.join(CATEGORIES)}")
+        if not isinstance(test["steps"], list):
+            raise RowError(task, f"{where}.steps", "expected a list of steps")
+        seen.add(str(test["category"]))
+        found.append(dict(test))
+    missing = [c for c in CATEGORIES if c not in seen]
+    if missing:
+        raise RowError(task, "workflows", f"no {' or '.join(missing)} test")
+    return tuple(found)
+
+
+def _optional_int(row: Mapping[str, Any], task: str, field: str) -> int | None:
+    value = row.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RowError(task, field, "expected an integer or null")
+    return value
 
 
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     """Adapt one SWEeper row."""
-    task = get_str(row, "?", "instance_id")
+    task = row_id(row) or get_str(row, "?", "case_id")
+    slug = get_str(row, task, "slug")
     base = get_sha(row, task, "base_commit")
     reference = get_sha(row, task, "reference_commit")
     if reference == base:
         raise RowError(task, "reference_commit", "equals base_commit: there is no change")
+    workflows = get_str(row, task, "workflows")
+    tests = check_workflows(workflows, task)
+    prompt_field = "task_specified" if ctx.prompt == "specified" else "task_scoped"
+    start: str | None = None
+    port: int | None = None
+    found = ctx.recipes.find([task, slug])
+    if found is not None:
+        key, recipe = found
+        start = recipe.get("start_command")
+        port = recipe.get("port", A.SWEEPER_DEFAULT_PORT)
+        if not isinstance(start, str) or not start.strip():
+            raise RowError(task, f"recipes[{key}].start_command", "missing or empty")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise RowError(task, f"recipes[{key}].port", "expected a port number")
+    metadata: dict[str, JsonValue] = {
+        "slug": slug,
+        "prompt": prompt_field,
+        "pr": _optional_int(row, task, "pr"),
+        "issue": _optional_int(row, task, "issue"),
+        "workflows": [f"{t['category']}:{t['id']}" for t in tests],
+    }
     return TaskSpec(
         provenance=Provenance(
             dataset=ctx.dataset,
@@ -56,19 +110,24 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
             schema_name="sweeper",
             instance_id=task,
             slug=make_slug(task),
-            language=str(row.get("language") or "javascript"),
+            language=A.SWEEPER_LANGUAGE,
+            metadata=metadata,
         ),
-        instruction=get_str(row, task, "problem_statement"),
-        repo=Repo(name=get_str(row, task, "repo"), base_commit=base, reference_commit=reference),
-        environment=Environment(packages=parse_list(row.get("packages"), task, "packages")),
+        instruction=get_str(row, task, prompt_field),
+        repo=Repo(
+            name=repo_name(row.get("repo"), task, "repo"),
+            base_commit=base,
+            reference_commit=reference,
+            workdir=A.SWEEPER_WORKDIR,
+            history=ctx.history,
+        ),
+        environment=Environment(),
         gold_patch=None,
         grading=Grading(
             rule="judge",
-            workflows=_check_workflows(get_str(row, task, "workflows"), task),
-            test_command=get_str(row, task, "start_command"),
-            env={
-                "PORT": str(row.get("port") or 3000),
-                "TASK_SCOPED": str(bool(row.get("task_scoped"))),
-            },
+            workflows=workflows if workflows.endswith("\n") else workflows + "\n",
+            app_start=start,
+            app_port=port,
+            app_start_how="recipe" if start else None,
         ),
     )

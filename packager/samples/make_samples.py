@@ -46,28 +46,47 @@ GIT_CONFIG = {
     "pack.threads": "1",
 }
 
-TEXTKIT_INSTALL = {
-    "pre_install": [
-        "apt-get update",
-        "apt-get install -y --no-install-recommends python3 python3-pytest",
-    ],
-    "test_cmd": "python3 -m pytest -rA tests",
-    "log_parser": "pytest",
-}
+# The SWE-bench card's rows carry no environment: the samples ship recipes.yaml (see RECIPES).
+RECIPES = """\
+# Environments for the sample rows that carry none (SWE-bench rows): `--recipes` format,
+# keyed by instance id, owner/name@version or owner/name. Written by make_samples.py.
+samples/textkit@1.0:
+  python: "3.11"
+  pre_install:
+    - >-
+      apt-get update && apt-get install -y --no-install-recommends python3-pytest
+      && rm -rf /var/lib/apt/lists/*
+  test_cmd: python -m pytest -rA -p no:cacheprovider
+  log_parser: parse_log_pytest
+"""
 INTSET_INSTALL = {
+    "python": None,
+    "packages": None,
+    "pip_packages": None,
+    "reqs_path": None,
+    "env_yml_path": None,
     "pre_install": [
         "apt-get update",
         "apt-get install -y --no-install-recommends golang-go ca-certificates",
     ],
+    "install": None,
     "test_cmd": "go test -v ./...",
-    "log_parser": "gotest",
+    "log_parser": "parse_log_gotest",
     "env_vars": {"GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0"},
+    "no_use_env": None,
 }
-KVSTORE_DOCKERFILE = (
-    "FROM debian:bookworm-slim\n"
-    "RUN apt-get update && apt-get install -y --no-install-recommends nodejs"
-    " && rm -rf /var/lib/apt/lists/*\n"
-)
+
+
+def kvstore_dockerfile(base: str) -> str:
+    """The environment as an EC-SWE author writes it: it clones the repository."""
+    return (
+        "FROM debian:bookworm-slim\n"
+        "RUN apt-get update && apt-get install -y --no-install-recommends nodejs git"
+        " ca-certificates python3 && rm -rf /var/lib/apt/lists/*\n"
+        "RUN git clone https://github.com/samples/kvstore /workspace/repo"
+        f" && cd /workspace/repo && git checkout {base}\n"
+        "WORKDIR /workspace/repo\n"
+    )
 
 
 def iso(when: datetime) -> str:
@@ -194,13 +213,25 @@ def textkit(work: Path) -> dict[str, Any]:
     repo.commit("Transliterate non-ASCII letters in slugify")
     repo.tag("v1.1", "textkit 1.1")
     repo.bundle(slug)
+    problem = text(name, "problem.md")
+    oracle_text = (
+        "You will be provided with a partial code base and an issue statement explaining a "
+        "problem to resolve.\n<issue>\n"
+        + problem
+        + "</issue>\n<code>\n[start of textkit/slug.py]\n"
+        + (SRC / name / "base" / "textkit" / "slug.py").read_text(encoding="utf-8")
+        + "[end of textkit/slug.py]\n</code>\n"
+        "I need you to solve this issue by generating a single patch file that I can apply "
+        "directly to this repository using git apply.\n"
+    )
     return {
         "instance_id": "samples__textkit-1",
+        "text": oracle_text,
         "repo": slug,
         "base_commit": base,
         "patch": text(name, "fix.patch"),
         "test_patch": text(name, "test.patch"),
-        "problem_statement": text(name, "problem.md"),
+        "problem_statement": problem,
         "hints_text": "",
         "created_at": iso(created),
         "version": "1.0",
@@ -210,17 +241,15 @@ def textkit(work: Path) -> dict[str, Any]:
                 "tests/test_slug.py::test_compatibility_characters",
             ]
         ),
+        # The harness runs the test files the test patch touches: every listed test is there.
         "PASS_TO_PASS": json.dumps(
             [
-                "tests/test_case.py::test_first_word_always_capitalized",
-                "tests/test_case.py::test_small_words",
                 "tests/test_slug.py::test_basic",
                 "tests/test_slug.py::test_collapses_separators",
                 "tests/test_slug.py::test_custom_separator",
             ]
         ),
         "environment_setup_commit": base,
-        "install_config": TEXTKIT_INSTALL,
     }
 
 
@@ -237,7 +266,6 @@ def intset(work: Path) -> dict[str, Any]:
     repo.bundle(slug)
     return {
         "instance_id": "samples__intset-2",
-        "language": "go",
         "repo": slug,
         "base_commit": base,
         "patch": text(name, "fix.patch"),
@@ -246,21 +274,27 @@ def intset(work: Path) -> dict[str, Any]:
         "hints_text": "",
         "created_at": iso(created),
         "version": "1.0",
-        "FAIL_TO_PASS": [
-            "TestIntersect",
-            "TestIntersect/partial_overlap",
-            "TestIntersect/disjoint_sets",
-        ],
-        "PASS_TO_PASS": [
-            "TestSet",
-            "TestSet/contains_present",
-            "TestSet/contains_missing",
-            "TestUnion",
-            "TestSorted",
-        ],
+        "FAIL_TO_PASS": json.dumps(
+            ["TestIntersect", "TestIntersect/partial_overlap", "TestIntersect/disjoint_sets"]
+        ),
+        "PASS_TO_PASS": json.dumps(
+            [
+                "TestSet",
+                "TestSet/contains_present",
+                "TestSet/contains_missing",
+                "TestUnion",
+                "TestSorted",
+            ]
+        ),
         "environment_setup_commit": base,
+        "meta": json.dumps(
+            {"is_lite": True, "has_test_patch": True, "num_modified_files": 1, "llm_score": {}}
+        ),
+        "license_name": "MIT",
         "install_config": json.dumps(INTSET_INSTALL),
-        "docker_image": None,
+        # A published image under the harness's naming; offline it is absent, so the row is built
+        # from install_config (`--prebuilt auto`).
+        "docker_image": "swerebench/sweb.eval.x86_64.samples_1776_intset-2",
     }
 
 
@@ -276,63 +310,96 @@ def kvstore(work: Path) -> dict[str, Any]:
     repo.bundle(slug)
     grader_dir = SRC / name / "grader"
     criteria = json.loads((grader_dir / "criteria.json").read_text(encoding="utf-8"))
+    rewards = [0.2, 0.2, 0.7, 0.2, 1.0]
     return {
         "instance_id": "samples__kvstore-3",
         "repo": slug,
         "base_commit": base,
-        "patch": text(name, "fix.patch"),
-        "test_patch": text(name, "test.patch"),
         "setup_patch": text(name, "setup.patch"),
         "problem_statement": text(name, "problem.md"),
-        "dockerfile": KVSTORE_DOCKERFILE,
-        "grader": {
-            "command": "python3 grade.py",
-            "criteria": [
-                {"name": c["name"], "weight": c["weight"], "description": c["description"]}
-                for c in criteria
-            ],
-            "timeout_sec": 120,
-        },
+        "patch": text(name, "fix.patch"),
+        "test_patch": text(name, "test.patch"),
+        "patch_files": ["kv.js"],
+        "grader": [{"criterion": c["description"], "weight": float(c["weight"])} for c in criteria],
         "grader_files": [
             {
-                "path": "grade.py",
-                "content": base64.b64encode((grader_dir / "grade.py").read_bytes()).decode(),
+                "path": "grader/grade.py",
                 "encoding": "base64",
+                "content": base64.b64encode((grader_dir / "grade.py").read_bytes()).decode(),
             },
             {
-                "path": "criteria.json",
-                "content": (grader_dir / "criteria.json").read_text(encoding="utf-8"),
+                "path": "grader/criteria.json",
                 "encoding": "utf-8",
+                "content": (grader_dir / "criteria.json").read_text(encoding="utf-8"),
             },
         ],
+        "dockerfile": kvstore_dockerfile(base),
+        "language": "JavaScript",
+        "repo_license": "MIT",
+        "hud_task": "kvstore_equals_in_values",
+        "difficulty": "medium",
+        "agent_runs": len(rewards),
+        "agent_rewards": rewards,
+        "agent_mean_reward": round(sum(rewards) / len(rewards), 6),
+        "agent_solve_rate": round(sum(r == 1.0 for r in rewards) / len(rewards), 6),
+        "agent_models": ["sample-model-a", "sample-model-b"],
+        "gold_reward": 1.0,
         "base_reward": 0.2,
-        "language": "javascript",
     }
 
 
 def inventory(work: Path) -> dict[str, Any]:
-    """PDL row: the repository inline, hidden tests, a reward formula and a patch policy."""
+    """PDL row: the repository inline, hidden tests added by test_patch, a reward formula that
+    lost a `*`, and a patch policy.
+    """
     name = "inventory"
-
-    def inline(folder: str) -> dict[str, str]:
-        return {path: content.decode("utf-8") for path, content in tree_files(SRC / name / folder)}
-
+    files = [
+        {"content": content.decode("utf-8"), "path": path}
+        for path, content in tree_files(SRC / name / "files")
+    ]
+    hidden = dict(tree_files(SRC / name / "hidden"))
+    test_patch = "".join(new_file_diff(path, data.decode("utf-8")) for path, data in hidden.items())
+    hidden_ids = [
+        "tests/hidden/test_hidden.py::test_remove_more_than_on_hand_raises",
+        "tests/hidden/test_hidden.py::test_failed_remove_leaves_stock_unchanged",
+        "tests/hidden/test_hidden.py::test_remove_unknown_sku_raises",
+    ]
+    public_ids = [
+        "tests/public/test_public.py::test_add_and_count",
+        "tests/public/test_public.py::test_remove_part_of_the_stock",
+        "tests/public/test_public.py::test_rejects_non_positive_quantities",
+    ]
     return {
         "instance_id": "samples__inventory-4",
-        "repo": "samples/inventory",
-        "files": inline("files"),
-        "hidden_tests": inline("hidden"),
-        "patch": text(name, "fix.patch"),
+        "task_id": "samples_inventory_004",
+        "task_version": 1,
+        "tier": "T1",
+        "domain": "stock ledger",
         "problem_statement": text(name, "problem.md"),
-        "test_command": "python3 -m pytest -rA tests",
-        "build_command": "python3 -m compileall -q src",
-        # Deliberately missing one `*`, as in the upstream dataset.
-        "reward_formula": "0.80 hidden + 0.15*public + 0.05*build_health",
+        "patch": text(name, "fix.patch"),
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": hidden_ids,
+        "PASS_TO_PASS": public_ids,
+        "files": files,
         "patch_policy_allowed": ["src/**"],
-        "patch_policy_forbidden": json.dumps(["tests/**"]),
-        "packages": ["python3", "python3-pytest"],
-        "language": "python",
+        "patch_policy_forbidden": ["tests/**", "requirements.lock", "pyproject.toml"],
+        "token_budget": 250000,
+        "hidden_test_count": len(hidden_ids),
+        "public_test_count": len(public_ids),
+        "graded_ladder_rungs": ["cheat.diff"],
+        # Written as the card's rows are: the `*` after each number is lost but the last.
+        "reward_formula": "0.80hidden_pass_fraction + 0.15public_regression + 0.05*build_health",
     }
+
+
+def new_file_diff(path: str, content: str) -> str:
+    """A git diff adding one text file."""
+    lines = content.splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+    )
 
 
 def todo_web(work: Path) -> dict[str, Any]:
@@ -348,17 +415,16 @@ def todo_web(work: Path) -> dict[str, Any]:
     reference = repo.commit("Reject blank todo titles")
     repo.bundle(slug)
     return {
-        "instance_id": "samples__todo-web-5",
-        "repo": slug,
+        "case_id": "samples__todo-web-5",
+        "slug": "todo-web",
+        "repo": f"https://github.com/{slug}",
         "base_commit": base,
         "reference_commit": reference,
-        "problem_statement": text(name, "problem.md"),
+        "task_scoped": "Find and fix issues in the todo list's item entry.",
+        "task_specified": text(name, "problem.md"),
+        "pr": 7,
+        "issue": None,
         "workflows": text(name, "workflows.yaml"),
-        "task_scoped": True,
-        "start_command": "node server.js",
-        "port": 3000,
-        "packages": ["nodejs"],
-        "language": "javascript",
     }
 
 
@@ -371,8 +437,9 @@ def main() -> None:
         rows = [builder(work) for builder in (textkit, intset, kvstore, inventory, todo_web)]
     lines = [json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows]
     ROWS.write_text("".join(lines), encoding="utf-8")
+    (HERE / "recipes.yaml").write_text(RECIPES, encoding="utf-8")
     for row in rows:
-        print(row["instance_id"], row.get("base_commit", "(inline files)"))
+        print(row.get("instance_id") or row["case_id"], row.get("base_commit", "(inline files)"))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,30 +97,55 @@ def tree_digest(tree: FileTree, extra: str = "") -> str:
 
 def snapshot_key(spec: TaskSpec) -> str:
     """What the repository snapshot is a function of (its bytes are not reproducible)."""
-    return f"{spec.repo.name}@{spec.repo.base_commit}"
+    key = f"{spec.repo.name}@{spec.repo.base_commit}"
+    return key if spec.repo.history == "full" else f"{key}#{spec.repo.history}"
 
 
 def collect_command(spec: TaskSpec) -> str:
-    """Harbor's collect hook: the candidate change as a binary diff against the base commit."""
+    """Harbor's collect hook: the candidate change as a binary diff against the snapshot's HEAD
+    (the base commit, or the one commit holding its tree with `--history base-only`).
+    """
     workdir = spec.repo.workdir
     return (
         f"mkdir -p /logs/artifacts && cd {workdir} && git add -A && "
-        f"git diff --cached --binary {spec.repo.base_commit} > /logs/artifacts/model.patch"
+        f"git diff --cached --binary {spec.repo.head} > /logs/artifacts/model.patch"
     )
 
 
+def _last_user(dockerfile: str) -> str | None:
+    """The user the row's Dockerfile ends with (its later steps run as root, then switch back)."""
+    user = None
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0].upper() == "USER":
+            user = words[1]
+    return user if user not in (None, "root", "0") else None
+
+
 def _agent_context(spec: TaskSpec) -> FileTree:
+    from packager.adapters.assumptions import VENV
+    from packager.adapters.ecswe import SNAPSHOT_MARK
+
     env = spec.environment
+    dockerfile = (env.dockerfile or "").rstrip("\n")
     files: FileTree = {
         "Dockerfile": OutFile(
             render_template(
                 "harbor/environment/Dockerfile.jinja",
                 instance_id=spec.task_id,
                 base_commit=spec.repo.base_commit,
-                dockerfile=(env.dockerfile or "").rstrip("\n"),
+                dockerfile=dockerfile,
+                user=_last_user(dockerfile),
+                snapshot_in_dockerfile=SNAPSHOT_MARK in dockerfile,
                 base_image=env.base_image,
+                prebuilt=env.prebuilt,
                 packages=list(env.packages),
+                python=env.python,
+                venv=VENV,
                 pre_install=list(env.pre_install),
+                conda_env=env.conda_env_file is not None,
+                requirements=list(env.requirements),
+                pip_packages=list(env.pip_packages),
                 install=list(env.install),
                 env=sorted(env.env.items()),
                 workdir=spec.repo.workdir,
@@ -129,20 +155,27 @@ def _agent_context(spec: TaskSpec) -> FileTree:
     }
     if spec.repo.setup_patch:
         files["setup.patch"] = OutFile(spec.repo.setup_patch.encode())
+    for name, data in env.requirements.items():
+        files[f"requirements/{name}"] = OutFile(data)
+    if env.conda_env_file is not None:
+        files["environment.yml"] = OutFile(env.conda_env_file)
     return files
 
 
 def make_plan(spec: TaskSpec) -> dict[str, Any]:
     """plan.json: everything the grading runtime needs (see docs/grading.md)."""
     g = spec.grading
+    command = g.test_command
+    if command and spec.environment.shell_setup:
+        command = f"{spec.environment.shell_setup}; {command}"
     plan: dict[str, Any] = {
         "version": 1,
         "instance_id": spec.task_id,
         "repo_dir": spec.repo.workdir,
-        "base_commit": spec.repo.base_commit,
+        "base_commit": spec.repo.head,
         "rule": g.rule,
         "parser": g.parser,
-        "test_command": g.test_command,
+        "test_command": command,
         "timeout_sec": g.timeout_sec,
         "env": dict(sorted(g.env.items())),
         "test_patch": "payload/test.patch" if g.test_patch else None,
@@ -161,6 +194,7 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
             "hidden_tests": list(g.hidden_tests),
             "public_tests": list(g.public_tests),
             "build_command": g.build_command,
+            "build_health": g.build_health,
         }
     if g.patch_allowed or g.patch_forbidden:
         plan["patch_policy"] = {
@@ -170,11 +204,16 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
     if g.rule == "script":
         plan["script"] = {
             "command": g.grader_command,
-            "dir": "payload/grader",
+            "dir": posixpath.join("payload/files", g.grader_dir),
             "criteria": [{"name": c.name, "weight": c.weight} for c in g.criteria],
         }
     if g.rule == "judge":
-        plan["judge"] = {"workflows": "payload/workflows.yaml"}
+        plan["judge"] = {
+            "workflows": "payload/workflows.yaml",
+            "start_command": g.app_start,
+            "port": g.app_port,
+            "start_detected_from": g.app_start_how,
+        }
     return plan
 
 
@@ -196,7 +235,7 @@ def _grader_payload(spec: TaskSpec) -> FileTree:
     for path, data in g.hidden_files.items():
         payload[f"payload/hidden/{path}"] = OutFile(data)
     for path, data in g.grader_files.items():
-        payload[f"payload/grader/{path}"] = OutFile(data)
+        payload[f"payload/files/{path}"] = OutFile(data)
     if g.workflows:
         payload["payload/workflows.yaml"] = OutFile(g.workflows.encode())
     return payload
@@ -225,6 +264,7 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
             "base_commit": spec.repo.base_commit,
             "agent_image": agent_image,
             "grader_image": grader_image,
+            **{k: v for k, v in sorted(p.metadata.items()) if v is not None},
         },
         "agent": {"timeout_sec": float(spec.agent_timeout_sec)},
         "environment": {
@@ -285,7 +325,10 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
     tests: FileTree = {
         "Dockerfile": OutFile(
             render_template(
-                "harbor/tests/Dockerfile.jinja", instance_id=spec.task_id, agent_image=agent_image
+                "harbor/tests/Dockerfile.jinja",
+                instance_id=spec.task_id,
+                agent_image=agent_image,
+                grader_roots=sorted({p.split("/")[0] for p in spec.grading.grader_files}),
             )
         ),
         "test.sh": OutFile(

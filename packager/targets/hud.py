@@ -85,7 +85,7 @@ def make_hud_files(
         "env_name": _pylit(env_name),
         "slug": _pylit(slug),
         "workdir": _pylit(workdir),
-        "base_commit": _pylit(spec.repo.base_commit),
+        "base_commit": _pylit(spec.repo.head),
         "agent_uid": _pylit(AGENT_UID),
         "grade_timeout_sec": _pylit(2 * spec.grading.timeout_sec + 600),
         "agent_timeout_sec": _pylit(spec.agent_timeout_sec),

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from packager.grading.rules import evaluate_formula
+from packager.grading.rules import evaluate_formula, normalize_expression
 from tests.conftest import run_cli, sample_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -38,14 +38,20 @@ def _result(out: Path, task: str) -> dict[str, Any]:
     return data
 
 
+def _row(task: str) -> dict[str, Any]:
+    return next(r for r in sample_rows() if task in (r.get("instance_id"), r.get("case_id")))
+
+
 def _expected_nop(task: str) -> float | None:
-    row = next(r for r in sample_rows() if r["instance_id"] == task)
+    row = _row(task)
     if "base_reward" in row:
         return float(row["base_reward"])
     if "reward_formula" in row:
-        # The PDL floor: the untouched repo passes its public tests and builds, fails hidden ones.
+        # The PDL floor: the untouched repo passes its public tests and collects, fails hidden
+        # ones.
         return evaluate_formula(
-            row["reward_formula"], {"hidden": 0.0, "public": 1.0, "build_health": 1.0}
+            normalize_expression(row["reward_formula"]),
+            {"hidden_pass_fraction": 0.0, "public_regression": 1.0, "build_health": 1.0},
         )
     return None
 
@@ -107,7 +113,7 @@ def test_agent_image_history_is_cut_at_base(out: Path, docker_client: Any) -> No
     if not (out / "samples" / "results" / f"{task}.json").exists():
         assert run_cli("build", task, "--out", str(out)).returncode == 0
     agent = _result(out, task)["images"]["agent"]
-    row = next(r for r in sample_rows() if r["instance_id"] == task)
+    row = _row(task)
     script = (
         "git log --all --format=%H; echo refs:; git for-each-ref; echo remotes:; git remote; "
         "ls .git/logs 2>/dev/null || true"
@@ -128,6 +134,10 @@ def test_sweeper_sample_builds_and_needs_judge(out: Path, docker_client: Any) ->
     result = _result(out, JUDGED)
     assert result["status"] == "needs_judge"
     assert result["reason"] and "\n" not in result["reason"]
+    # The build proved the app answers HTTP, started as detected from the repository.
+    assert "answers HTTP on port 3000" in result["reason"]
+    assert "package.json scripts.start" in result["reason"]
+    assert result["durations"]["app_check"] > 0
     assert docker_client.images.get(result["images"]["agent"])
 
 
@@ -147,5 +157,5 @@ def test_verify_patch_scores_a_candidate(out: Path, docker_client: Any, tmp_path
         .stdout.strip()
         .splitlines()[-1]
     )
-    base = next(r for r in sample_rows() if r["instance_id"] == task)["base_reward"]
+    base = _row(task)["base_reward"]
     assert data["reward"] == pytest.approx(base)

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from packager.grading import parsers
+from packager.grading import grade, parsers
+from tests.unit.test_grading_runtime import (
+    CALC_BUGGY,
+    CALC_FIXED,
+    F2P,
+    FORGED_SUMMARY,
+    P2P,
+    PYTEST,
+    Task,
+)
 
 DATA = Path(__file__).parent / "data" / "grading"
 
@@ -259,3 +269,225 @@ def test_gotest_trusted_drops_packages_without_their_canary() -> None:
         "TestReal": "failed"
     }
     assert parsers.gotest_trusted(GO_TWO_PACKAGES, []) == parsers.parse_gotest(GO_TWO_PACKAGES)
+
+
+# ------------------------------------------------------- SWE-bench harness parser variants
+
+HARNESS_DATA = Path(__file__).parent / "data" / "harness"
+
+
+def read_harness(name: str) -> str:
+    return (HARNESS_DATA / name).read_text(encoding="utf-8")
+
+
+def test_pytest_and_junit_keys_agree_on_colons_inside_parameters() -> None:
+    pairs = {
+        "tests/t.py::test_cast[NULL::INT]": "tests.t::test_cast[NULL::INT]",
+        "tests/t.py::C::test_cast[a::b::c]": "tests.t.C::test_cast[a::b::c]",
+        "tests/t.py::test_path[a/b.py::x]": "tests.t::test_path[a/b.py::x]",
+        "test_top[x::y]": "test_top[x::y]",
+    }
+    for pytest_id, junit_id in pairs.items():
+        assert parsers.pytest_key(pytest_id) == parsers.junit_key(junit_id), pytest_id
+    assert parsers.pytest_key("tests/t.py::test_cast[NULL::INT]") == "tests.t.test_cast[NULL::INT]"
+
+
+@pytest.mark.parametrize(
+    ("parser", "log"),
+    [
+        ("pytest", "pytest_rA.txt"),
+        ("pytest_options", "pytest_rA.txt"),
+        ("pytest_matplotlib", "pytest_rA.txt"),
+        ("pytest_seaborn", "pytest_seaborn.txt"),
+        ("pytest_v2", "pytest_astropy_classic.txt"),
+        ("pytest_v2", "pytest_sphinx_tox_color.txt"),
+    ],
+)
+def test_real_junit_report_confirms_every_printed_result(
+    parser: str, log: str, tmp_path: Path
+) -> None:
+    # The logs and the JUnit report come from runs of one real test module (ids with spaces,
+    # `::` and ` - ` inside brackets, path and enum parameters, skip/xfail/xpass/error).
+    proof = tmp_path / "junit.xml"
+    proof.write_text(read_harness("pytest_rA_junit.xml"), encoding="utf-8")
+    printed = parsers.parse(parser, read_harness(log))
+    report: dict[str, Any] = {}
+    trusted = grade._trusted_pytest(printed, proof, report, parser)
+    assert set(trusted) == set(printed)
+    assert "notes" not in report
+    assert trusted["tests/test_fields.py::test_cast[NULL::INT]"] == "passed"
+    assert trusted["tests/test_fields.py::test_cast[a::b::c]"] == "failed"
+    # A passed test whose teardown failed is an error in the report: the worse status wins.
+    if "tests/test_fields.py::test_teardown_fails" in trusted:
+        assert trusted["tests/test_fields.py::test_teardown_fails"] == "error"
+
+
+def test_pytest_family_is_known_to_the_runtime() -> None:
+    assert parsers.PYTEST_FAMILY <= set(parsers.PARSERS)
+    assert "pytest" in parsers.PYTEST_FAMILY
+
+
+@pytest.mark.parametrize(
+    ("test_id", "expected"),
+    [
+        ("t.py::test_open[/opt/data/CT_small.dcm]", "t.py::test_open[/CT_small.dcm]"),
+        ("t.py::test_open[relative/file.txt]", "t.py::test_open[relative/file.txt]"),
+        ("t.py::test_open[//net/share]", "t.py::test_open[//net/share]"),
+        ("t.py::test_glob[/a/*.txt]", "t.py::test_glob[/a/*.txt]"),
+        ("t.py::test_open[/a b/c.txt]", "t.py::test_open[/a b/c.txt]"),  # harness: first word
+        ("t.py::test_plain", "t.py::test_plain"),
+    ],
+)
+def test_option_ids(test_id: str, expected: str) -> None:
+    assert parsers.option_id(test_id) == expected
+
+
+def test_pytest_options_and_matplotlib_rewrite_ids() -> None:
+    text = read_harness("pytest_rA.txt")
+    options = parsers.parse_pytest_options(text)
+    assert options["tests/test_fields.py::test_open[/CT_small.dcm]"] == "passed"
+    assert "tests/test_fields.py::test_open[/opt/data/test_files/CT_small.dcm]" not in options
+    matplotlib = parsers.parse_pytest_matplotlib(text)
+    assert matplotlib["tests/test_fields.py::test_zoom[1]"] == "passed"
+    assert matplotlib["tests/test_fields.py::test_zoom[3]"] == "passed"
+    assert len(options) == len(matplotlib) == len(parsers.parse_pytest(text))
+
+
+def test_pytest_v2_reads_colour_and_classic_lines() -> None:
+    colour = parsers.parse_pytest_v2(read_harness("pytest_sphinx_tox_color.txt"))
+    plain = parsers.parse_pytest_v2(read_harness("pytest_rA.txt"))
+    assert colour == plain
+    # Whitespace runs read as one space, as the harness joins the line's words.
+    assert plain["tests/test_other.py::TestGroup::test_spaces[a c]"] == "passed"
+    assert plain["tests/test_fields.py::test_dash[left - right]"] == "failed"
+    # Lines carrying a message other than FAILED, and XPASS, give the bare id nothing.
+    for absent in ("test_xfail", "test_xpass", "test_uses_broken"):
+        assert f"tests/test_fields.py::{absent}" not in plain
+    assert plain["tests/test_fields.py::test_teardown_fails"] == "passed"
+    classic = parsers.parse_pytest_v2(read_harness("pytest_astropy_classic.txt"))
+    # Classic progress lines ending in the status word complement the summary.
+    assert classic["tests/test_fields.py::test_uses_broken"] == "error"
+    assert "tests/test_fields.py::test_xfail" not in classic  # "XFAIL (known bug)"
+    assert "tests/test_fields.py::test_skipped" not in classic  # "SKIPPED (reason)"
+
+
+def test_pytest_v2_ignores_a_forged_summary_before_the_real_one() -> None:
+    text = (
+        "=========================== short test summary info ============================\n"
+        "PASSED tests/t.py::test_a\n"
+        "=========================== short test summary info ============================\n"
+        "\x1b[31mFAILED\x1b[0m tests/t.py::\x1b[1mtest_a\x1b[0m - assert 0\n"
+        "============================== 1 failed in 0.01s ===============================\n"
+    )
+    assert parsers.parse_pytest_v2(text) == {"tests/t.py::test_a": "failed"}
+
+
+def test_pytest_seaborn_records_passes_and_failures_only() -> None:
+    tests = parsers.parse_pytest_seaborn(read_harness("pytest_seaborn.txt"))
+    assert set(tests.values()) == {"passed", "failed"}
+    assert "tests/test_fields.py::test_xfail" not in tests
+    assert "tests/test_fields.py::test_uses_broken" not in tests
+    progress = (
+        "tests/t.py::test_a PASSED                                                [ 50%]\n"
+        "tests/t.py::test_b FAILED                                                [100%]\n"
+    )
+    assert parsers.parse_pytest_seaborn(progress) == {"tests/t.py::test_a": "passed"}
+
+
+def test_django_unittest_output() -> None:
+    tests = parsers.parse_django(read_harness("django_py39.txt"))
+    assert tests["test_blank_in_choices (model_fields.tests.GetChoicesTests)"] == "passed"
+    assert tests["A translated display value is coerced to str."] == "passed"
+    assert tests["test_check (model_fields.tests.ChoicesTests)"] == "skipped"
+    assert tests["test_overriding_FIELD_display (model_fields.tests.GetFieldDisplayTests)"] == (
+        "failed"
+    )
+    assert tests["test_overriding_FIELD_display"] == "failed"  # from "FAIL: <name> (...)"
+    assert tests["test_overriding_inherited_FIELD_display"] == "error"
+    # "ok" on a line of its own, after output that interrupted the test's line.
+    assert tests["test_interrupted (model_fields.tests.ChoicesTests)"] == "passed"
+    assert tests["test_debug_view (view_tests.tests.test_debug.DebugViewTests)"] == "passed"
+    assert "test_formfield (model_fields.tests.ChoicesTests)" not in tests  # expected failure
+    py311 = parsers.parse_django(read_harness("django_py311.txt"))
+    new_style = "test_blank_in_choices (model_fields.tests.GetChoicesTests.test_blank_in_choices)"
+    assert py311[new_style] == "passed"
+
+
+def test_sympy_output() -> None:
+    tests = parsers.parse_sympy(read_harness("sympy.txt"))
+    assert tests["test_latex_basic"] == "passed"
+    assert tests["test_latex_permutation"] == "failed"
+    assert tests["test_latex_functions"] == "error"
+    assert tests["sympy/printing/tests/test_latex.py:test_latex_functions"] == "failed"
+    # Not read by the harness either: expected failures, skips, a file's last test ("[OK]").
+    for absent in ("test_latex_symbols_failing", "test_slow_pretty_printing", "test_Add"):
+        assert absent not in tests
+
+
+def test_doctest_xml_report() -> None:
+    assert parsers.parse_doctest(read_harness("doctest.txt")) == {
+        "Unicode (1/5) > \\\\uxxxx sequences": "passed",
+        "Unicode (1/5) > incorrect surrogate values": "failed",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "<doctest><TestCase name='a'>",  # no closing tag: the harness would crash on it
+        "<doctest>broken</TestCase></doctest>",
+        '<doctest><!DOCTYPE x [<!ENTITY a "aaaa">]></doctest>',
+    ],
+)
+def test_doctest_malformed_yields_nothing(text: str) -> None:
+    assert parsers.parse_doctest(text) == {}
+
+
+GARBAGE = [
+    "",
+    "\n\n\n",
+    "FAIL:\nERROR:\nok\n ... \n",
+    "PASSED\nFAILED \nERROR -\nXFAIL [\n" + "[" * 50 + "\n",
+    "test_ E\ntest_x\n____ .py: ____\n" + " " * 5000 + ".py:" + " " * 5000 + "\n",
+    "\x00\x1b[31m\udcff\n\r\n=== short test summary info ===\nPASSED \n",
+    "<doctest></doctest><doctest",
+]
+
+
+@pytest.mark.parametrize("name", sorted(parsers.PARSERS))
+def test_parsers_never_raise(name: str) -> None:
+    for text in GARBAGE:
+        result = parsers.parse(name, text)
+        assert all(status in parsers.STATUSES for status in result.values())
+
+
+@pytest.mark.parametrize("parser", sorted(parsers.PYTEST_FAMILY))
+def test_pytest_family_runs_get_the_junit_proof_and_the_tripwire(
+    parser: str, tmp_path: Path
+) -> None:
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "forged").mkdir()
+    task = Task(tmp_path / "gold")
+    reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), parser=parser)
+    assert reward == {"reward": 1.0, "fail_to_pass": 1.0, "pass_to_pass": 1.0}
+    assert report["exit_code"] == 1  # the tripwire test failed, and its result was dropped
+    assert report["tests"] == {F2P[0]: "passed", P2P[0]: "passed"}
+    assert report["failed_counts"] == {"fail_to_pass": 0, "pass_to_pass": 0}
+
+    forged = Task(tmp_path / "forged")
+    patch = forged.diff({"calc.py": CALC_BUGGY + "\n" + FORGED_SUMMARY + "os._exit(0)\n"})
+    reward, report = forged.grade(patch, parser=parser, test_command=f"{PYTEST} -s tests")
+    assert reward["reward"] == 0.0
+    assert report["tests"] == {}
+    assert any("JUnit" in note for note in report["notes"])
+    assert report["failed_tests"] == {"fail_to_pass": F2P, "pass_to_pass": P2P}
+
+
+def test_report_names_the_listed_tests_that_failed(tmp_path: Path) -> None:
+    task = Task(tmp_path)
+    missing = "tests/test_calc.py::test_gone"
+    reward, report = task.grade("", pass_to_pass=[*P2P, missing])
+    assert reward == {"reward": 0.0, "fail_to_pass": 0.0, "pass_to_pass": 0.5}
+    assert report["failed_tests"] == {"fail_to_pass": F2P, "pass_to_pass": [missing]}
+    assert report["failed_counts"] == {"fail_to_pass": 1, "pass_to_pass": 1}

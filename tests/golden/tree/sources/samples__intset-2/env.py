@@ -30,7 +30,7 @@ TASK_SLUG = "samples__intset-2"
 REPO_DIR = Path("/testbed")
 BASE_COMMIT = "b42b151b9485bf9b96624ae59143c599ffd2a4a2"
 AGENT_UID = 1000
-GRADE_TIMEOUT_SEC = 1800
+GRADE_TIMEOUT_SEC = 4200
 
 HUD_DIR = Path("/hud")
 BASELINE_TAR = HUD_DIR / "baseline.tar"

@@ -28,7 +28,7 @@ from hud.graders import EvaluationResult, SubScore
 
 TASK_SLUG = "samples__inventory-4"
 REPO_DIR = Path("/testbed")
-BASE_COMMIT = "50622b524d6ecb37b5c5e2ebeb40decceee00107"
+BASE_COMMIT = "8f43f21a9ef73725112607660914fcdc864f11de"
 AGENT_UID = 1000
 GRADE_TIMEOUT_SEC = 1800
 

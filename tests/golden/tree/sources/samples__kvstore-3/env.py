@@ -27,10 +27,10 @@ from hud.environment import Mount
 from hud.graders import EvaluationResult, SubScore
 
 TASK_SLUG = "samples__kvstore-3"
-REPO_DIR = Path("/testbed")
+REPO_DIR = Path("/workspace/repo")
 BASE_COMMIT = "6d1ce809f8082701b9b1fa6b7d8d6641b811e65b"
 AGENT_UID = 1000
-GRADE_TIMEOUT_SEC = 840
+GRADE_TIMEOUT_SEC = 4200
 
 HUD_DIR = Path("/hud")
 BASELINE_TAR = HUD_DIR / "baseline.tar"

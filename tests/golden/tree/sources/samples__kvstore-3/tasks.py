@@ -7,7 +7,7 @@ _task.slug = "samples__kvstore-3"
 _task.columns = {
     "dataset": "samples",
     "schema": "ec-swe",
-    "language": "javascript",
+    "language": "JavaScript",
     "instance_id": "samples__kvstore-3",
 }
 _task.agent_config = {"timeout_seconds": 3600}

@@ -30,7 +30,7 @@ TASK_SLUG = "samples__textkit-1"
 REPO_DIR = Path("/testbed")
 BASE_COMMIT = "9e56c8820acf45de84ebfe34331cc7bea655817b"
 AGENT_UID = 1000
-GRADE_TIMEOUT_SEC = 1800
+GRADE_TIMEOUT_SEC = 4200
 
 HUD_DIR = Path("/hud")
 BASELINE_TAR = HUD_DIR / "baseline.tar"

@@ -27,7 +27,7 @@ from hud.environment import Mount
 from hud.graders import EvaluationResult, SubScore
 
 TASK_SLUG = "samples__todo-web-5"
-REPO_DIR = Path("/testbed")
+REPO_DIR = Path("/app")
 BASE_COMMIT = "770b07d35de427f04cf4ea9700be520f8e41d619"
 AGENT_UID = 1000
 GRADE_TIMEOUT_SEC = 1800

@@ -7,7 +7,7 @@ _task.slug = "samples__todo-web-5"
 _task.columns = {
     "dataset": "samples",
     "schema": "sweeper",
-    "language": "javascript",
+    "language": "web",
     "instance_id": "samples__todo-web-5",
 }
 _task.agent_config = {"timeout_seconds": 3600}

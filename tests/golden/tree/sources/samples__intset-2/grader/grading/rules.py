@@ -1,9 +1,10 @@
 """Reward rules: turn per-test statuses (or a grader script's report) into a reward.
 
 ``all_pass`` and ``formula`` are pure functions of the parsed test map. The formula evaluator
-walks a Python ``ast`` over a whitelist (numbers, the names ``hidden``/``public``/
-``build_health``, ``+ - * /``, parentheses) and never calls ``eval``. The ``script`` helpers
-read what an EC-SWE grader script reported; running the script is the runtime's job.
+walks a Python ``ast`` over a whitelist (numbers, the names ``hidden_pass_fraction``/
+``public_regression``/``build_health``, ``+ - * /``, parentheses) and never calls ``eval``.
+The ``script`` helpers read what an EC-SWE grader script reported; running the script is the
+runtime's job.
 
 Standard library only, Python >= 3.9 (this module is copied into grader images).
 """
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 PASSED = "passed"
-FORMULA_NAMES = ("hidden", "public", "build_health")
+FORMULA_NAMES = ("hidden_pass_fraction", "public_regression", "build_health")
+"""The names PDL-SWE-Bench's card uses in ``reward_formula``."""
 MAX_EXPRESSION_CHARS = 2000
 
 Scores = Dict[str, float]
@@ -28,21 +30,72 @@ class RuleError(ValueError):
     """The rule's inputs cannot produce a reward (bad formula, no script reward, ...)."""
 
 
+def resolve(tests: Mapping[str, str], test_id: str) -> Optional[str]:
+    """The status of listed test ``test_id`` in ``tests``, or None when it is missing.
+
+    As the SWE-bench harness matches (``_resolve_case`` in swebench 5.0.2): the exact id first.
+    Datasets hold ids cut at their first space (``t.py::test_make_error[required-Missing``), so
+    an id with more ``[`` than ``]`` also matches every parsed id it starts, provided they agree
+    on passed-or-not (then the first one's status); candidates that disagree make it missing.
+    """
+    status = tests.get(test_id)
+    if status is not None:
+        return status
+    if test_id.count("[") > test_id.count("]"):
+        found = [s for key, s in tests.items() if key.startswith(test_id)]
+        if found and len({s == PASSED for s in found}) == 1:
+            return found[0]
+    return None
+
+
 def passed_fraction(tests: Mapping[str, str], ids: Iterable[str], empty: float = 1.0) -> float:
-    """Fraction of ``ids`` whose status is ``passed``; missing or skipped ids count as failed."""
+    """Fraction of ``ids`` whose status is ``passed``; missing or skipped ids count as failed.
+
+    Ids are looked up with ``resolve`` (a truncated parametrized id matches its full form).
+    """
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         return empty
-    return sum(1 for test_id in wanted if tests.get(test_id) == PASSED) / len(wanted)
+    return sum(1 for test_id in wanted if resolve(tests, test_id) == PASSED) / len(wanted)
+
+
+MAX_FAILED_LISTED = 10
+"""How many of a group's failed or missing ids a report names (the count covers all of them)."""
+
+
+def failed_listed(tests: Mapping[str, str], groups: Mapping[str, Sequence[str]]) -> Dict[str, Any]:
+    """Which listed ids did not pass, per group: report fields explaining a zero reward.
+
+    ``{"failed_tests": {group: [first MAX_FAILED_LISTED ids]}, "failed_counts": {group: n}}``
+    (failed, errored, skipped and missing alike; ``tests`` tells them apart, a missing id is
+    absent there).
+    """
+    failed = {
+        name: [t for t in dict.fromkeys(ids) if resolve(tests, t) != PASSED]
+        for name, ids in groups.items()
+    }
+    return {
+        "failed_tests": {name: ids[:MAX_FAILED_LISTED] for name, ids in failed.items()},
+        "failed_counts": {name: len(ids) for name, ids in failed.items()},
+    }
 
 
 def all_pass(
-    tests: Mapping[str, str], fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]
+    tests: Mapping[str, str],
+    fail_to_pass: Sequence[str],
+    pass_to_pass: Sequence[str],
+    details: Optional[Dict[str, Any]] = None,
 ) -> Tuple[float, Scores]:
-    """1.0 iff every listed id passed; subscores are the passed fraction of each list."""
+    """1.0 iff every listed id passed; subscores are the passed fraction of each list.
+
+    When ``details`` is given (the report), ``failed_listed``'s fields are written into it.
+    """
     f2p = passed_fraction(tests, fail_to_pass)
     p2p = passed_fraction(tests, pass_to_pass)
     reward = 1.0 if f2p == 1.0 and p2p == 1.0 else 0.0
+    if details is not None:
+        groups = {"fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass}
+        details.update(failed_listed(tests, groups))
     return reward, {"fail_to_pass": f2p, "pass_to_pass": p2p}
 
 
@@ -56,7 +109,9 @@ _LOST_STAR = re.compile(
 
 
 def normalize_expression(expression: str) -> str:
-    """Restore a lost ``*`` between a number and a name (``0.80 hidden`` -> ``0.80*hidden``)."""
+    """Restore a lost ``*`` between a number and a name (``0.80build_health`` ->
+    ``0.80*build_health``).
+    """
     return _LOST_STAR.sub(r"\1*", expression.strip())
 
 
@@ -138,20 +193,30 @@ def evaluate_formula(expression: str, values: Mapping[str, float]) -> float:
 def formula_groups(
     tests: Mapping[str, str], spec: Mapping[str, Any]
 ) -> Tuple[List[str], List[str]]:
-    """Split test ids into the hidden and public groups of a formula rule.
+    """The hidden and public test ids of a formula rule.
 
-    Hidden: the listed ``hidden_tests`` plus every observed id under a ``hidden_paths`` prefix.
-    Public: the listed ``public_tests`` plus every other observed id. Listed ids that did not run
-    stay in their group and count as failed.
+    When the plan lists them (``hidden_tests`` = FAIL_TO_PASS, ``public_tests`` = PASS_TO_PASS)
+    those lists are the groups, exactly. A group not listed is made of the observed ids: hidden
+    = every id under a ``hidden_paths`` prefix, public = every other id. Listed ids that did not
+    run stay in their group and count as failed.
     """
     hidden_paths = [str(p) for p in spec.get("hidden_paths") or [] if str(p)]
-    hidden = [str(t) for t in spec.get("hidden_tests") or []]
-    hidden += [t for t in tests if any(t.startswith(p) for p in hidden_paths)]
-    hidden = list(dict.fromkeys(hidden))
+    listed_hidden = [str(t) for t in spec.get("hidden_tests") or []]
+    listed_public = [str(t) for t in spec.get("public_tests") or []]
+    if listed_hidden:
+        hidden = list(dict.fromkeys(listed_hidden))
+    else:
+        hidden = list(dict.fromkeys(t for t in tests if any(t.startswith(p) for p in hidden_paths)))
     hidden_set = set(hidden)
-    public = [str(t) for t in spec.get("public_tests") or [] if str(t) not in hidden_set]
-    public += [t for t in tests if t not in hidden_set]
-    return hidden, list(dict.fromkeys(public))
+    if listed_public:
+        public = [t for t in dict.fromkeys(listed_public) if t not in hidden_set]
+    else:
+        public = [
+            t
+            for t in tests
+            if t not in hidden_set and not any(t.startswith(p) for p in hidden_paths)
+        ]
+    return hidden, public
 
 
 def formula(
@@ -159,13 +224,14 @@ def formula(
 ) -> Tuple[float, Scores]:
     """Evaluate the plan's formula; subscores are the three terms.
 
-    An empty hidden group scores 0 (hidden tests that never ran prove nothing); an empty public
-    group scores 1, as an empty list does for ``all_pass``.
+    ``hidden_pass_fraction`` is the passed share of the hidden group, ``public_regression`` that
+    of the public group. An empty hidden group scores 0 (hidden tests that never ran prove
+    nothing); an empty public group scores 1, as an empty list does for ``all_pass``.
     """
     hidden, public = formula_groups(tests, spec)
     values = {
-        "hidden": passed_fraction(tests, hidden, empty=0.0),
-        "public": passed_fraction(tests, public, empty=1.0),
+        "hidden_pass_fraction": passed_fraction(tests, hidden, empty=0.0),
+        "public_regression": passed_fraction(tests, public, empty=1.0),
         "build_health": float(build_health),
     }
     reward = evaluate_formula(str(spec.get("expression") or ""), values)
@@ -182,22 +248,41 @@ def _number(value: Any) -> Optional[float]:
     return number if math.isfinite(number) else None
 
 
+REWARD_KEYS = ("reward", "score")
+"""A grader script reports its reward under one of these keys (the first present wins)."""
+
+
 def _reward_object(text: str) -> Optional[Dict[str, Any]]:
+    """A JSON object with a reward key (``score`` is read as ``reward``), or a bare number."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if isinstance(data, dict) and "reward" in data:
-        return data
+    if _number(data) is not None:
+        return {"reward": data}
+    if isinstance(data, dict):
+        for key in REWARD_KEYS:
+            if key in data:
+                found = dict(data)
+                found["reward"] = found.pop(key) if key != "reward" else found["reward"]
+                return found
     return None
 
 
-def read_script_report(reward_file: Optional[Path], stdout: str) -> Dict[str, Any]:
-    """Find what a grader script reported.
+def _tail(text: str, lines: int = 8, chars: int = 600) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    joined = " | ".join(kept)
+    return joined[-chars:] if joined else "(no output)"
 
-    ``REWARD_FILE`` when the script wrote it, unless the last stdout line that is a JSON object
-    with a ``reward`` key reports a lower reward; otherwise that stdout line. Raise RuleError
-    when neither exists (an infra error: the grader itself broke).
+
+def read_script_report(reward_file: Optional[Path], stdout: str) -> Dict[str, Any]:
+    """Find what a grader script reported, in the forms such scripts use.
+
+    The reward file (``REWARD_FILE``) holding a number or a JSON object with ``reward`` or
+    ``score``; or the last stdout line that is such an object. When both exist and the printed
+    reward is lower, the printed one counts (the tested code inherits ``REWARD_FILE`` and could
+    overwrite it). Anything else raises RuleError with the output's tail: the grader broke, which
+    is an infrastructure fault, not a verdict.
     """
     printed: Optional[Dict[str, Any]] = None
     for line in reversed(stdout.splitlines()):
@@ -211,10 +296,10 @@ def read_script_report(reward_file: Optional[Path], stdout: str) -> Dict[str, An
         if text:
             data = _reward_object(text)
             if data is None:
-                raise RuleError("script: REWARD_FILE is not a JSON object with 'reward'")
-            # The tested code inherits REWARD_FILE from the grader script and could overwrite
-            # it after the script wrote it: when the script also printed a reward, the lower
-            # of the two counts.
+                raise RuleError(
+                    "script: the reward file holds neither a number nor a JSON object with "
+                    f"'reward' or 'score': {_tail(text)}"
+                )
             ours, theirs = (
                 _number(data.get("reward")),
                 _number(printed.get("reward")) if printed else None,
@@ -224,25 +309,35 @@ def read_script_report(reward_file: Optional[Path], stdout: str) -> Dict[str, An
             return data
     if printed is not None:
         return printed
-    raise RuleError("script: no reward (REWARD_FILE not written, no JSON reward line on stdout)")
+    raise RuleError(
+        "script: no reward (no reward file, no JSON object with 'reward' or 'score' on the "
+        f"last stdout lines); output ends: {_tail(stdout)}"
+    )
 
 
 def script_scores(
     report: Mapping[str, Any], criteria: Sequence[Mapping[str, Any]]
 ) -> Tuple[float, Scores]:
-    """Reward and criterion subscores from a grader script's report.
+    """Reward and subscores from a grader script's report.
 
-    With criteria declared, only their names are passed through (other keys are the script's
-    own bookkeeping); without, every finite number is.
+    The reward must be a finite number in [0, 1]. Every other finite numeric key of the report
+    (per-criterion scores, in whatever names the script uses) becomes a subscore; nested
+    ``subscores``/``criteria`` objects are flattened one level. ``criteria`` (the row's declared
+    criteria) are kept in the plan for the record; they do not filter the keys.
     """
     reward = _number(report.get("reward"))
-    if reward is None:
-        raise RuleError(f"script: reward is not a finite number: {report.get('reward')!r}")
-    names = [str(c.get("name")) for c in criteria if c.get("name")]
-    keys = names if names else [k for k in report if k != "reward"]
+    if reward is None or not 0.0 <= reward <= 1.0:
+        raise RuleError(f"script: reward is not a number in [0, 1]: {report.get('reward')!r}")
     subscores: Scores = {}
-    for key in keys:
-        value = _number(report.get(key))
-        if value is not None:
-            subscores[str(key)] = value
+    for key, value in report.items():
+        if key in REWARD_KEYS:
+            continue
+        if isinstance(value, dict) and key in ("subscores", "criteria", "scores"):
+            for inner, number in value.items():
+                if _number(number) is not None and str(inner) not in REWARD_KEYS:
+                    subscores[str(inner)] = float(number)
+            continue
+        number_value = _number(value)
+        if number_value is not None:
+            subscores[str(key)] = number_value
     return reward, subscores

@@ -485,7 +485,7 @@ def _run_tests(
         proof: Optional[Path] = None
         canaries: List[Tuple[str, Path]] = []
         tripwire: Optional[Tuple[str, Path]] = None
-        if parser == "pytest":
+        if parser in parsers.PYTEST_FAMILY:
             # pytest's own JUnit report, at a path the command is not told about on its command
             # line: proof that the session ran to its end (see _trusted_pytest).
             proof = scratch / f"pytest-{secrets.token_hex(8)}.xml"
@@ -507,7 +507,7 @@ def _run_tests(
             output = junit_file.read_text(encoding="utf-8", errors="replace")
         tests = parsers.parse(parser, output)
         if proof is not None:
-            tests = _trusted_pytest(tests, proof, report)
+            tests = _trusted_pytest(tests, proof, report, parser)
         if tripwire is not None:
             tests = check_tripwire(tests, tripwire[0])
         if parser == "gotest":
@@ -526,12 +526,15 @@ def _run_tests(
             tripwire[1].unlink(missing_ok=True)
 
 
-def _trusted_pytest(tests: Dict[str, str], proof: Path, report: Report) -> Dict[str, str]:
+def _trusted_pytest(
+    tests: Dict[str, str], proof: Path, report: Report, parser: str = "pytest"
+) -> Dict[str, str]:
     """Keep only the results pytest's JUnit report confirms (the worse status of the two wins).
 
     Printed output can be forged by the code under test (a fake summary, then ``os._exit(0)``,
     or an ``atexit`` hook printing after the real one); a session that never finished writes no
-    report, so nothing it printed is trusted.
+    report, so nothing it printed is trusted. ``parser`` is the pytest-family parser that read
+    the output: the report's ids are rewritten as it rewrites printed ones.
     """
     if not proof.is_file():
         if tests:
@@ -540,7 +543,10 @@ def _trusted_pytest(tests: Dict[str, str], proof: Path, report: Report) -> Dict[
             )
         return {}
     confirmed = parsers.parse_junit(proof.read_text(encoding="utf-8", errors="replace"))
-    by_key = {parsers.junit_key(k): v for k, v in confirmed.items()}
+    by_key: Dict[str, str] = {}
+    for junit_id, status in confirmed.items():
+        key = parsers.junit_key_as(parser, junit_id)
+        by_key[key] = parsers.worse(status, by_key.get(key, status))
     trusted: Dict[str, str] = {}
     dropped = 0
     for test_id, status in tests.items():
@@ -654,9 +660,26 @@ def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
     return canaries
 
 
+COLLECTED_EXIT_CODES = (0, 1)
+"""pytest's exit codes for a session that collected and ran its tests (2: interrupted, e.g. by
+collection errors; 3: internal error; 4: usage error; 5: no tests collected)."""
+
+
 def _build_health(
-    spec: Mapping[str, Any], plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float
+    spec: Mapping[str, Any],
+    plan: Mapping[str, Any],
+    repo: Path,
+    out_dir: Path,
+    timeout: float,
+    report: Report,
 ) -> float:
+    """1.0 or 0.0. ``collected``: the test run collected and ran tests (an exit code in
+    COLLECTED_EXIT_CODES and at least one trusted result); otherwise ``build_command`` exits 0
+    (no command: 1.0).
+    """
+    if spec.get("build_health") == "collected":
+        ran = report.get("exit_code") in COLLECTED_EXIT_CODES and bool(report.get("tests"))
+        return 1.0 if ran else 0.0
     command = spec.get("build_command")
     if not command:
         return 1.0
@@ -741,13 +764,15 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     if rule == "all_pass":
         f2p = _str_list(plan.get("fail_to_pass"), "fail_to_pass")
         p2p = _str_list(plan.get("pass_to_pass"), "pass_to_pass")
-        reward, subscores = rules.all_pass(tests, f2p, p2p)
+        reward, subscores = rules.all_pass(tests, f2p, p2p, details=report)
     elif rule == "formula":
         spec = plan.get("formula")
         if not isinstance(spec, dict):
             raise ValueError("plan: rule formula needs a formula object")
-        health = _build_health(spec, plan, repo, out_dir, timeout)
+        health = _build_health(spec, plan, repo, out_dir, timeout, report)
         reward, subscores = rules.formula(tests, spec, health)
+        hidden, public = rules.formula_groups(tests, spec)
+        report.update(rules.failed_listed(tests, {"hidden": hidden, "public": public}))
     else:
         reward, subscores = _run_script(plan, plan_dir, repo, out_dir, timeout, report)
     report.update(status="graded", reason=None, reward=reward, subscores=subscores)

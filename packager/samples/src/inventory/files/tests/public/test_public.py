@@ -1,5 +1,5 @@
 import pytest
-from inventory import Inventory
+from src.stock import Inventory
 
 
 def test_add_and_count() -> None:

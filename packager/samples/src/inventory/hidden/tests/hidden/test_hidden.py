@@ -1,5 +1,5 @@
 import pytest
-from inventory import Inventory
+from src.stock import Inventory
 
 
 def test_remove_more_than_on_hand_raises() -> None:

@@ -1,0 +1,240 @@
+"""An `install_config` recipe (SWE-rebench's keys, as the SWE-bench harness means them) →
+the agent image's Environment, the test command and the runtime's parser. Pure.
+
+Keys and what they do (docs/datasets.md has the full table):
+- `python`: the interpreter; its base image comes from `--base-image VERSION=IMAGE`, or is
+  Debian's own python3 when the version is Debian's.
+- `packages`: `requirements.txt` (files from `reqs_path`, read from the repository at
+  `environment_setup_commit` by the pipeline, never downloaded), `environment.yml` (needs conda
+  in the base image), or a list of packages installed with pip.
+- `pip_packages`: installed with pip after `packages`.
+- `pre_install`: shell commands run as root before the repository snapshot is added.
+- `install`: shell commands run in the repository after the snapshot.
+- `test_cmd`: the test command; the test files a row's `test_patch` touches are appended.
+- `log_parser`: a harness parser name, mapped to a parser of the grading runtime.
+- `env_vars`: ENV lines of the image (expanded by Docker, inherited by grading).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from packager.adapters import assumptions as A
+from packager.errors import RowError
+from packager.model import Environment
+
+KNOWN_KEYS = frozenset(
+    {
+        "python",
+        "packages",
+        "pip_packages",
+        "reqs_path",
+        "env_yml_path",
+        "pre_install",
+        "install",
+        "test_cmd",
+        "log_parser",
+        "env_vars",
+        "no_use_env",
+        "eval_commands",
+        "docker_specs",
+        "apt-pkgs",
+        "base_image",
+        "timeout",
+        "start_command",
+        "port",
+    }
+)
+"""Keys a recipe may carry. `no_use_env` and `docker_specs` are conda- and harness-build details
+with no meaning here; they are accepted and ignored. Unknown keys are an error."""
+
+# Directives are the test files a test patch touches (the `b/` side of its `diff --git` lines).
+_DIFF_GIT_B = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class RecipeResult:
+    """What a recipe decides."""
+
+    environment: Environment
+    test_command: str
+    parser: str
+    timeout_sec: int
+    harness_parser: str
+
+
+def commands(value: Any, task: str, field: str) -> tuple[str, ...]:
+    """A command string or a list of them (None/empty = none)."""
+    if value is None or value == "" or value == []:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(v for v in value if v.strip())
+    raise RowError(task, field, "expected a command string or a list of them")
+
+
+def _string_list(value: Any, task: str, field: str) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise RowError(task, field, "expected a list of strings")
+
+
+def _pip_spec(spec: str) -> str:
+    """A conda-style pin (`numpy=1.19`) as pip writes it (`numpy==1.19`)."""
+    return re.sub(r"^([A-Za-z0-9_.\-\[\],]+)=(?!=)", r"\1==", spec)
+
+
+def test_directives(test_patch: str | None, style: str = "path") -> tuple[str, ...]:
+    """Test files a test patch touches, as the harness passes them to the test command."""
+    if not test_patch:
+        return ()
+    found: list[str] = []
+    for path in _DIFF_GIT_B.findall(test_patch):
+        path = path.strip()
+        if not path or path.endswith(A.NON_TEST_EXTS):
+            continue
+        if style == "django":
+            # Django's runner takes dotted module labels relative to tests/.
+            if not path.endswith(".py"):
+                continue
+            path = path.removeprefix("tests/").removesuffix(".py").replace("/", ".")
+        if path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+def python_base_image(version: str, base_images: Mapping[str, str], task: str, field: str) -> str:
+    """The base image for a Python version: the user's map first, then Debian's own python3."""
+    if version in base_images:
+        return base_images[version]
+    if version in ("3", A.DEBIAN_PYTHON) or version.startswith(f"{A.DEBIAN_PYTHON}."):
+        return A.DEFAULT_BASE_IMAGE
+    raise RowError(
+        task,
+        field,
+        f"Python {version}: no base image for it (Debian's python3 is {A.DEBIAN_PYTHON}); "
+        f"pass --base-image {version}=IMAGE naming an image with python{version} on PATH",
+    )
+
+
+def make_recipe(
+    config: Mapping[str, Any],
+    *,
+    task: str,
+    field: str,
+    test_patch: str | None,
+    base_images: Mapping[str, str],
+    env_commit: str | None,
+    frozen_requirements: str | None = None,
+) -> RecipeResult:
+    """Read one recipe (an `install_config` or a `--recipes` entry)."""
+    from packager.harness_parsers import default_test_command, runtime_parser
+
+    unknown = sorted(set(config) - KNOWN_KEYS)
+    if unknown:
+        raise RowError(
+            task,
+            f"{field}.{unknown[0]}",
+            f"unknown recipe key (known: {', '.join(sorted(KNOWN_KEYS))})",
+        )
+    harness_parser = str(config.get("log_parser") or A.DEFAULT_LOG_PARSER)
+    try:
+        parser = runtime_parser(harness_parser)
+    except ValueError as exc:
+        raise RowError(task, f"{field}.log_parser", str(exc)) from exc
+
+    test_cmds = commands(config.get("test_cmd"), task, f"{field}.test_cmd")
+    if not test_cmds:
+        default = default_test_command(harness_parser)
+        if default is None:
+            raise RowError(
+                task,
+                f"{field}.test_cmd",
+                f"missing, and the harness has no default test command for {harness_parser}",
+            )
+        test_cmds = (default,)
+    style = A.directive_style(harness_parser, parser)
+    test_command = " && ".join(test_cmds)
+    if style is not None:
+        directives = test_directives(test_patch, style)
+        if directives:
+            test_command += " " + " ".join(shlex.quote(d) for d in directives)
+
+    python = config.get("python")
+    if python is not None and not isinstance(python, str | int | float):
+        raise RowError(task, f"{field}.python", "expected a version string such as '3.9'")
+    version = str(python) if python is not None else None
+
+    requirements_paths: tuple[str, ...] = ()
+    conda_paths: tuple[str, ...] = ()
+    pip_packages: list[str] = []
+    packages = config.get("packages")
+    if packages == "requirements.txt":
+        requirements_paths = _string_list(config.get("reqs_path"), task, f"{field}.reqs_path")
+        requirements_paths = requirements_paths or A.DEFAULT_REQS_PATHS
+    elif packages == "environment.yml":
+        conda_paths = _string_list(config.get("env_yml_path"), task, f"{field}.env_yml_path")
+        conda_paths = conda_paths or A.DEFAULT_ENV_YML_PATHS
+    elif packages:
+        pip_packages += [_pip_spec(p) for p in _string_list(packages, task, f"{field}.packages")]
+    pip_packages += list(_string_list(config.get("pip_packages"), task, f"{field}.pip_packages"))
+
+    uses_python = bool(version or requirements_paths or conda_paths or pip_packages)
+    uses_python = uses_python or bool(frozen_requirements)
+    if uses_python and version is None:
+        version = A.DEBIAN_PYTHON
+    base_image = str(config.get("base_image") or A.DEFAULT_BASE_IMAGE)
+    if version is not None and not config.get("base_image"):
+        base_image = python_base_image(version, base_images, task, f"{field}.python")
+
+    env_vars = config.get("env_vars") or {}
+    if not isinstance(env_vars, Mapping):
+        raise RowError(task, f"{field}.env_vars", "expected a mapping NAME -> value")
+    timeout = config.get("timeout", A.DEFAULT_TEST_TIMEOUT_SEC)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
+        raise RowError(task, f"{field}.timeout", "expected a positive integer (seconds)")
+    eval_commands = commands(config.get("eval_commands"), task, f"{field}.eval_commands")
+    requirements: dict[str, bytes] = {}
+    if frozen_requirements:
+        requirements["requirements.frozen.txt"] = frozen_pins(frozen_requirements).encode()
+        requirements_paths = ()
+        pip_packages = []
+    environment = Environment(
+        base_image=base_image,
+        packages=_string_list(config.get("apt-pkgs"), task, f"{field}.apt-pkgs"),
+        pre_install=commands(config.get("pre_install"), task, f"{field}.pre_install"),
+        install=commands(config.get("install"), task, f"{field}.install"),
+        env={str(k): str(v) for k, v in sorted(env_vars.items())},
+        python=version,
+        requirements=requirements,
+        requirements_paths=requirements_paths,
+        conda_env_paths=conda_paths,
+        source_commit=env_commit if (requirements_paths or conda_paths) else None,
+        pip_packages=tuple(pip_packages),
+        shell_setup="; ".join(eval_commands) or None,
+    )
+    return RecipeResult(environment, test_command, parser, timeout, harness_parser)
+
+
+def frozen_pins(text: str) -> str:
+    """A `pip freeze` as an installable pin set: lines naming the repository itself (editable
+    or local installs, which `install` makes) are dropped.
+    """
+    kept = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "-e ", "--editable")):
+            continue
+        if " @ file:" in stripped or stripped.startswith("file:"):
+            continue
+        kept.append(stripped)
+    return "\n".join(kept) + "\n"

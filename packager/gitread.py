@@ -1,0 +1,44 @@
+"""Reading from a repository source without checking it out: a file at a commit, the paths of a
+commit's tree, a tree id. Used at render time (requirement files, app start detection, the
+base-only commit id); the source is never modified.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+
+
+def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args],
+        env={**os.environ, **_ENV, "GIT_CONFIG_GLOBAL": os.devnull},
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def read_file(git_dir: Path, commit: str, path: str) -> bytes | None:
+    """The bytes of `path` at `commit`, or None when the commit has no such file."""
+    done = _git(git_dir, "cat-file", "blob", f"{commit}:{path}")
+    return done.stdout if done.returncode == 0 else None
+
+
+@lru_cache(maxsize=256)
+def list_files(git_dir: Path, commit: str) -> tuple[str, ...]:
+    """Every file path of `commit`'s tree (empty when the commit cannot be read)."""
+    done = _git(git_dir, "ls-tree", "-r", "--name-only", "-z", commit)
+    if done.returncode != 0:
+        return ()
+    return tuple(p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p)
+
+
+def tree_sha(git_dir: Path, commit: str) -> str | None:
+    """The id of `commit`'s root tree."""
+    done = _git(git_dir, "rev-parse", f"{commit}^{{tree}}")
+    return done.stdout.decode().strip() if done.returncode == 0 else None

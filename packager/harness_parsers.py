@@ -1,0 +1,104 @@
+"""SWE-bench harness log parsers -> parsers of the grading runtime.
+
+A row (or its recipe) names the harness parser its FAIL_TO_PASS/PASS_TO_PASS ids were written
+by: a key of ``swebench.harness.log_parsers.PARSER_REGISTRY`` (swebench 5.0.2), or one of the
+short names this project already used. ``runtime_parser`` turns it into the name of a parser of
+``packager.grading.parsers.PARSERS``, one whose status map on the same log agrees with the
+harness parser's (tests/unit/test_harness_parity.py feeds both the same logs). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+HARNESS_PARSERS: dict[str, str] = {
+    # pytest, read like the harness's parse_log_pytest (ids cut at whitespace there; the
+    # runtime keeps whole ids and matches a cut listed id by prefix, see rules.resolve).
+    "parse_log_pytest": "pytest",
+    "parse_log_astroid": "pytest",
+    "parse_log_flask": "pytest",
+    "parse_log_marshmallow": "pytest",
+    "parse_log_pvlib": "pytest",
+    "parse_log_pyvista": "pytest",
+    "parse_log_sqlfluff": "pytest",
+    "parse_log_xarray": "pytest",
+    # pytest, an absolute-path parameter keeping its last part.
+    "parse_log_pytest_options": "pytest_options",
+    "parse_log_pydicom": "pytest_options",
+    "parse_log_requests": "pytest_options",
+    "parse_log_pylint": "pytest_options",
+    # pytest, coloured output and classic progress lines.
+    "parse_log_pytest_v2": "pytest_v2",
+    "parse_log_astropy": "pytest_v2",
+    "parse_log_scikit": "pytest_v2",
+    "parse_log_sphinx": "pytest_v2",
+    "parse_log_matplotlib": "pytest_matplotlib",
+    "parse_log_seaborn": "pytest_seaborn",
+    "parse_log_django": "django",
+    "parse_log_sympy": "sympy",
+    # C++ doctest's XML reporter (nlohmann/json), not Python's doctest.
+    "parse_log_doctest": "doctest",
+    "parse_log_gotest": "gotest",
+    # The project's own names.
+    "pytest": "pytest",
+    "gotest": "gotest",
+    "go": "gotest",
+    "tap": "tap",
+    "node": "tap",
+    "junit": "junit",
+    "pytest_options": "pytest_options",
+    "pytest_v2": "pytest_v2",
+    "pytest_matplotlib": "pytest_matplotlib",
+    "pytest_seaborn": "pytest_seaborn",
+    "django": "django",
+    "sympy": "sympy",
+    "doctest": "doctest",
+}
+"""Supported parser names -> the runtime parser reading the same log the same way.
+
+Harness parsers left out (JavaScript, Java, PHP, Ruby, Rust and the other C ones) have no
+runtime parser that reads their logs as they do; ``parse_log_tap`` in particular keeps the
+``- `` and ``# SKIP`` of a TAP line in its ids and flattens subtests, unlike the runtime's ``tap``.
+"""
+
+TEST_PYTEST = "pytest --no-header -rA --tb=no -p no:cacheprovider"
+TEST_ASTROPY_PYTEST = "pytest -rA -vv -o console_output_style=classic --tb=no"
+TEST_DJANGO = "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"
+TEST_SEABORN = "pytest --no-header -rA"
+TEST_SPHINX = "tox --current-env -epy39 -v --"
+TEST_SYMPY = "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose"
+TEST_GO = "go test -v ./..."
+
+DEFAULT_TEST_COMMANDS: dict[str, str] = {
+    "pytest": TEST_PYTEST,
+    "pytest_options": TEST_PYTEST,
+    "pytest_matplotlib": TEST_PYTEST,
+    "pytest_v2": TEST_PYTEST,
+    "pytest_seaborn": TEST_SEABORN,
+    "django": TEST_DJANGO,
+    "sympy": TEST_SYMPY,
+    "gotest": TEST_GO,
+}
+"""Runtime parser -> the harness's test command for that family, for a recipe without
+``test_cmd``. The harness's Go commands are per instance (``go test -v <package>``); ``./...``
+is their general form."""
+
+HARNESS_TEST_COMMANDS: dict[str, str] = {
+    "parse_log_astropy": TEST_ASTROPY_PYTEST,
+    "parse_log_sphinx": TEST_SPHINX,
+}
+"""Harness parsers whose repository's command differs from its family's default."""
+
+
+def runtime_parser(name: str) -> str:
+    """The runtime parser for a harness (or project) parser name; ValueError when unsupported."""
+    try:
+        return HARNESS_PARSERS[name]
+    except KeyError:
+        supported = ", ".join(sorted(HARNESS_PARSERS))
+        raise ValueError(f"unsupported log parser {name!r} (supported: {supported})") from None
+
+
+def default_test_command(name: str) -> str | None:
+    """The harness's test command for a parser name (harness or runtime), None if it has none."""
+    if name in HARNESS_TEST_COMMANDS:
+        return HARNESS_TEST_COMMANDS[name]
+    return DEFAULT_TEST_COMMANDS.get(HARNESS_PARSERS.get(name, name))

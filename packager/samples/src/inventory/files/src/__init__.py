@@ -1,0 +1,1 @@
+"""Track stock levels per SKU."""
