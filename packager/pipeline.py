@@ -116,10 +116,11 @@ def iter_specs(sel: Selection) -> Iterator[TaskSpec]:
     seen: set[str] = set()
     for row in iter_rows(sel.dataset):
         instance_id = row_id(row)
+        id_field = "case_id" if (sel.schema == "sweeper" or "case_id" in row) else "instance_id"
         if instance_id is None:
-            raise RowError(f"row {len(seen) + 1}", "instance_id", "missing or empty")
+            raise RowError(f"row {len(seen) + 1}", id_field, "missing or empty")
         if instance_id in seen:
-            raise RowError(instance_id, "instance_id", "duplicate instance id in the dataset")
+            raise RowError(instance_id, id_field, "duplicate id in the dataset")
         seen.add(instance_id)
         if sel.all_tasks or instance_id in wanted:
             yield to_spec(row, ctx, sel.schema)

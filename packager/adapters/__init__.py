@@ -1,6 +1,6 @@
 """Adapters: one per dataset schema, each a pure `to_spec(row, ctx) -> TaskSpec`.
 
-Detection looks at the row's non-empty columns; the first schema whose marker columns are all
+Detection looks at the row's non-null columns; the first schema whose marker columns are all
 present wins (most specific first). `--schema` skips detection.
 """
 
@@ -61,8 +61,10 @@ def row_id(row: Mapping[str, Any]) -> str | None:
 
 
 def detect_schema(row: Mapping[str, Any]) -> Schema:
-    """The schema whose marker columns the row has (present, even when null)."""
-    keys = set(row)
+    """The schema whose marker columns the row has, non-null (a table mixing datasets fills
+    absent columns with nulls).
+    """
+    keys = {key for key, value in row.items() if value is not None}
     for name, markers in _MARKERS:
         if all(m in keys for m in markers):
             return name

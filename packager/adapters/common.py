@@ -179,8 +179,10 @@ def repo_name(value: Any, task: str, field: str) -> str:
         raise RowError(task, field, "missing or empty")
     text = value.strip()
     match = _REPO_URL.match(text)
+    if match is None and ("://" in text or text.startswith("git@")):
+        raise RowError(task, field, f"not a repository URL (no owner/name in it): {text!r}")
     path = match.group("path") if match else text
     parts = [p for p in path.split("/") if p]
-    if len(parts) < 2 or any(p in (".", "..") for p in parts):
+    if len(parts) < 2 or any(p in (".", "..") or ":" in p for p in parts):
         raise RowError(task, field, f"not a repository (owner/name or URL): {text!r}")
     return "/".join(parts[-2:])

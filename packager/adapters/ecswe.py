@@ -111,6 +111,35 @@ def _names_repo(url: str, repo: str) -> bool:
     return tail.endswith("/" + repo.lower()) or tail.endswith(":" + repo.lower())
 
 
+# git clone options that take a value (`-b main`, `--depth 1`, ...); `--opt=value` needs no entry.
+_CLONE_VALUE_OPTIONS = frozenset(
+    {
+        "-b", "--branch", "-o", "--origin", "--depth", "-c", "--config", "--reference",
+        "--reference-if-able", "--separate-git-dir", "-u", "--upload-pack", "--template",
+        "--filter", "-j", "--jobs", "--shallow-since", "--shallow-exclude", "--bundle-uri",
+        "--server-option",
+    }
+)  # fmt: skip
+
+
+def _clone_positionals(args: list[str]) -> list[str]:
+    """The repository and directory arguments of `git clone`, options (and their values)
+    skipped wherever they stand.
+    """
+    positional: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--":
+            continue
+        elif arg.startswith("-"):
+            skip = arg in _CLONE_VALUE_OPTIONS
+        else:
+            positional.append(arg)
+    return positional
+
+
 _GIT_STEP = re.compile(r"^\s*git\s+(?:-C\s+\S+\s+)?(checkout|reset|fetch|pull|switch)\b")
 
 
@@ -124,6 +153,7 @@ def substitute_clone(dockerfile: str, repo: str, default_dir: str) -> tuple[str,
     out: list[str] = []
     workdir = "/"
     clone_dir: str | None = None
+    dropped = False
     for line in _logical_lines(dockerfile):
         words = line.split()
         keyword = words[0].upper() if words else ""
@@ -135,6 +165,7 @@ def substitute_clone(dockerfile: str, repo: str, default_dir: str) -> tuple[str,
             if not w.startswith("--")
         ):
             out.append(f"# packager: dropped (grading files go to the grader image): {line}")
+            dropped = True
             continue
         if keyword != "RUN" or "git clone" not in line or clone_dir is not None:
             out.append(line)
@@ -148,13 +179,9 @@ def substitute_clone(dockerfile: str, repo: str, default_dir: str) -> tuple[str,
             except ValueError:
                 argv = step.split()
             if len(argv) >= 3 and argv[0] == "git" and argv[1] == "clone":
-                positional = [a for a in argv[2:] if not a.startswith("-")]
-                # Options that take a value (--branch X, --depth N, -b X, -o X) leave their value
-                # among the positionals; the URL is the first that names the repository.
-                urls = [a for a in positional if _names_repo(a, repo)]
-                if urls:
-                    after = positional[positional.index(urls[0]) + 1 :]
-                    target = after[0] if after else repo.split("/")[-1]
+                positional = _clone_positionals(argv[2:])
+                if positional and _names_repo(positional[0], repo):
+                    target = positional[1] if len(positional) > 1 else repo.split("/")[-1]
                     found = posixpath.normpath(posixpath.join(workdir, target))
                     continue
             if found is not None and _GIT_STEP.match(step):
@@ -171,9 +198,9 @@ def substitute_clone(dockerfile: str, repo: str, default_dir: str) -> tuple[str,
             kept = []  # only moved into the clone: nothing left to run
         if kept:
             out.append("RUN " + " && ".join(kept))
-    if clone_dir is None:
+    if clone_dir is None and not dropped:
         return dockerfile, None
-    return "\n".join(out) + "\n", clone_dir if clone_dir else default_dir
+    return "\n".join(out) + "\n", clone_dir
 
 
 def _base_image(dockerfile: str, task: str) -> str:

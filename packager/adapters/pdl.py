@@ -95,6 +95,9 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     files = parse_files(get(row, task, "files"), task, "files")
     test_patch = check_patch(get(row, task, "test_patch"), task, "test_patch")
     hidden_paths = check_hidden_patch(test_patch, task)
+    clash = sorted(set(hidden_paths) & set(files))
+    if clash:
+        raise RowError(task, "test_patch", f"adds {', '.join(clash)}, which `files` already has")
     f2p = parse_list(row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False)
     p2p = parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS")
     formula = normalise_formula(get_str(row, task, "reward_formula"), task)

@@ -64,8 +64,9 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> Tas
     if not isinstance(env_commit, str):
         raise RowError(task, "environment_setup_commit", "expected a commit id string")
 
-    found = ctx.recipes.find(recipe_keys(task, repo, version))
     row_config = parse_mapping(row.get("install_config"), task, "install_config")
+    # A row's own install_config is overridden only by a recipe naming that very row.
+    found = ctx.recipes.find([task] if row_config else recipe_keys(task, repo, version))
     if found is not None:
         field, config = f"recipes[{found[0]}]", found[1]
     elif row_config:

@@ -38,7 +38,7 @@ TASKS = {
 # The file the tests import, where code-under-test attacks go (Go: a new file in the package).
 MODULE = {
     "samples__textkit-1": "textkit/slug.py",
-    "samples__inventory-4": "src/inventory/stock.py",
+    "samples__inventory-4": "src/stock.py",
     "samples__kvstore-3": "kv.js",
     "samples__intset-2": "cheat.go",
 }
@@ -330,7 +330,7 @@ ATTACKS = [
         "policy-forbidden",
         "7 patch policy",
         ("python",),
-        "echo '# touched' >> tests/test_public.py\n",
+        "echo '# touched' >> tests/public/test_public.py\n",
         gold=True,
         tasks=("samples__inventory-4",),
     ),
@@ -366,17 +366,9 @@ def _ids(task_dir: Path) -> list[str]:
     plan = json.loads((task_dir / "tests" / "plan.json").read_text())
     ids = [*plan["fail_to_pass"], *plan["pass_to_pass"]]
     if plan["rule"] == "formula":
-        hidden = task_dir / "tests" / "payload" / "hidden"
-        for path in sorted(hidden.rglob("test_*.py")):
-            rel = path.relative_to(hidden).as_posix()
-            ids += [
-                f"{rel}::{line[4:].split('(')[0]}"
-                for line in path.read_text().splitlines()
-                if line.startswith("def test_")
-            ]
-        ids += ["tests/test_public.py::" + n for n in ("test_add_and_count",)]
+        ids += [*plan["formula"]["hidden_tests"], *plan["formula"]["public_tests"]]
     if plan["rule"] == "script":
-        criteria = task_dir / "tests" / "payload" / "grader" / "criteria.json"
+        criteria = task_dir / "tests" / plan["script"]["dir"] / "criteria.json"
         ids = [t for c in json.loads(criteria.read_text()) for t in c["tests"]]
     return ids
 
@@ -434,7 +426,8 @@ def make_patches(docker_client: Any, b: Built, attacks: list[Attack]) -> dict[st
             # The forgers read the ids from files they ship themselves (.ids, .names).
             files = f"cat > $DIR/.ids <<'IDEOF'\n{ids}IDEOF\ncp $DIR/.ids $DIR/.names\n"
             collect = f"\ngit add -A\ngit diff --cached --binary {b.base_commit}\n"
-            script = setup + files + attack.script + collect
+            # Attack code names the repository by its path in the sample images.
+            script = (setup + files + attack.script + collect).replace("/testbed", b.plan.workdir)
             code, (out, err) = box.exec_run(["bash", "-c", script], demux=True)
             assert code == 0, f"{b.task} {attack.name}: {(err or b'').decode(errors='replace')}"
             patches[attack.name] = out or b""

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from packager.samples.make_samples import new_file_diff
 from tests.conftest import ROOT, run_cli, sample_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -32,7 +34,8 @@ DOCKER_SOCK = "/var/run/docker.sock"
 INV = "samples__inventory-4"
 KV = "samples__kvstore-3"
 TEXTKIT = "samples__textkit-1"
-SLOW_TESTS = "sleep 4 && python3 -m pytest -rA tests"
+SLOW = "sleep 4"
+SAMPLES_SRC = ROOT / "packager" / "samples" / "src"
 
 FLIP_TEST = '''
 
@@ -48,17 +51,33 @@ def test_flip() -> None:
 
 
 def _row(instance: str, new_id: str, **changes: Any) -> dict[str, Any]:
-    row = next(r for r in sample_rows() if r["instance_id"] == instance)
+    row = next(r for r in sample_rows() if r.get("instance_id") == instance)
     row = {**row, "instance_id": new_id, **changes}
     return row
+
+
+def _recipes() -> dict[str, Any]:
+    """The samples' recipes, plus per-task test commands (a recipe keyed by instance id wins)."""
+    shipped = yaml.safe_load((ROOT / "packager" / "samples" / "recipes.yaml").read_text())
+    textkit = dict(shipped["samples/textkit@1.0"])
+    pytest_cmd = textkit["test_cmd"]
+    return {
+        **shipped,
+        "faults__hang": {**textkit, "test_cmd": "sleep 100000", "timeout": 5},
+        "faults__oom": {
+            **textkit,
+            "test_cmd": f"python3 -c 'b = bytearray(512 * 1024 * 1024)'; {pytest_cmd}",
+        },
+        "faults__daemon": {**textkit, "test_cmd": f"{SLOW} && {pytest_cmd}"},
+        "faults__int-b": {**textkit, "test_cmd": f"{SLOW} && {pytest_cmd}"},
+    }
 
 
 def _rows() -> list[dict[str, Any]]:
     inv = _row(INV, "x")
     kv = _row(KV, "x")
-    textkit = _row(TEXTKIT, "x")
-    config = dict(textkit["install_config"])
-    hidden = dict(inv["hidden_tests"])
+    hidden_path = "tests/hidden/test_hidden.py"
+    hidden = (SAMPLES_SRC / "inventory" / "hidden" / hidden_path).read_text()
     return [
         _row(
             INV,
@@ -75,27 +94,16 @@ def _rows() -> list[dict[str, Any]]:
         ),
         _row(KV, "faults__run-false", dockerfile="FROM debian:bookworm-slim\nRUN false\n"),
         _row(KV, "faults__no-base", dockerfile="FROM no-such-image:404\nRUN true\n"),
-        _row(
-            TEXTKIT,
-            "faults__hang",
-            install_config={**config, "test_cmd": "sleep 100000", "timeout": 5},
-        ),
-        _row(
-            INV,
-            "faults__oom",
-            test_command="python3 -c 'b = bytearray(512 * 1024 * 1024)'; "
-            "python3 -m pytest -rA tests",
-        ),
-        _row(INV, "faults__daemon", test_command=SLOW_TESTS),
-        _row(INV, "faults__int-a"),
-        _row(INV, "faults__int-b", test_command=SLOW_TESTS),
+        _row(TEXTKIT, "faults__hang"),
+        _row(TEXTKIT, "faults__oom"),
+        _row(TEXTKIT, "faults__daemon"),
+        _row(TEXTKIT, "faults__int-a"),
+        _row(TEXTKIT, "faults__int-b"),
         _row(
             INV,
             "faults__flaky",
-            hidden_tests={
-                **hidden,
-                "tests/test_hidden.py": hidden["tests/test_hidden.py"] + FLIP_TEST,
-            },
+            test_patch=new_file_diff(hidden_path, hidden + FLIP_TEST),
+            FAIL_TO_PASS=[*inv["FAIL_TO_PASS"], f"{hidden_path}::test_flip"],
         ),
     ]
 
@@ -105,6 +113,7 @@ def work(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterat
     tmp = tmp_path_factory.mktemp("faults")
     (tmp / "repos").symlink_to(BUNDLES)  # the samples' repo sources travel with the rows
     (tmp / "faults.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    (tmp / "recipes.yaml").write_text(yaml.safe_dump(_recipes(), sort_keys=True))
     yield tmp
     _assert_no_containers(docker_client, "")
     for role in ("grader", "agent"):

@@ -108,7 +108,9 @@ def test_truncated_ids_of_a_real_row_are_matched(packaged: Path) -> None:
     task = "marshmallow-code__marshmallow-1359"
     cut = [i for i in json.loads(_rows()[task]["PASS_TO_PASS"]) if i.count("[") > i.count("]")]
     assert cut, "the row no longer has truncated ids"
-    report = json.loads((packaged / DATASET / "logs" / task / "oracle-1" / "report.json").read_text())
+    report = json.loads(
+        (packaged / DATASET / "logs" / task / "oracle-1" / "report.json").read_text()
+    )
     assert report["failed_counts"] == {"fail_to_pass": 0, "pass_to_pass": 0}
     for test_id in cut:
         assert any(k.startswith(test_id) and v == "passed" for k, v in report["tests"].items())

@@ -49,22 +49,121 @@ def test_passed_fraction_counts_duplicates_once() -> None:
     assert rules.passed_fraction({"a": "passed"}, ["a", "a", "b"]) == 0.5
 
 
+# Ids as SWE-bench datasets hold them: cut at the first space (`_resolve_case` in the harness).
+MAKE_ERROR = "tests/test_fields.py::TestErrorMessages::test_make_error"
+
+
+@pytest.mark.parametrize(
+    ("listed", "tests", "expected"),
+    [
+        # Exact ids always win, even when they look truncated.
+        ("t.py::test_x[a", {"t.py::test_x[a": "failed", "t.py::test_x[a b]": "passed"}, "failed"),
+        (
+            f"{MAKE_ERROR}[required-Missing",
+            {f"{MAKE_ERROR}[required-Missing data for required field.]": "passed"},
+            "passed",
+        ),
+        (
+            "astropy/units/tests/test_format.py::test_ogip_grammar_fail[log(photon",
+            {"astropy/units/tests/test_format.py::test_ogip_grammar_fail[log(photon /m2": "passed"},
+            "passed",
+        ),
+        (
+            "lib/matplotlib/tests/test_axes.py::test_margins_errors[TypeError-args6-kwargs6-Must",
+            {
+                "lib/matplotlib/tests/test_axes.py::test_margins_errors"
+                "[TypeError-args6-kwargs6-Must pass a single positional argument]": "failed"
+            },
+            "failed",
+        ),
+        # Every candidate passed: passed; all failed one way or another: that first status.
+        (
+            "t.py::test_s[a",
+            {"t.py::test_s[a b]": "passed", "t.py::test_s[a c]": "passed"},
+            "passed",
+        ),
+        ("t.py::test_s[a", {"t.py::test_s[a b]": "error", "t.py::test_s[a c]": "failed"}, "error"),
+        # Candidates that disagree on pass-vs-fail: missing.
+        ("t.py::test_s[a", {"t.py::test_s[a b]": "passed", "t.py::test_s[a c]": "failed"}, None),
+        ("t.py::test_s[a", {"t.py::test_s[a b]": "passed", "t.py::test_s[a c]": "skipped"}, None),
+        # Balanced brackets never prefix-match: a shorter name is another test.
+        ("t.py::test_x", {"t.py::test_x_more": "passed"}, None),
+        ("t.py::test_x[1]", {"t.py::test_x[1]-extra": "passed"}, None),
+        ("test_a (m.C)", {"test_a (m.C.test_a)": "passed"}, None),
+        # No candidate at all.
+        ("t.py::test_x[a", {"t.py::test_y[a b]": "passed"}, None),
+    ],
+)
+def test_resolve_matches_as_the_harness(
+    listed: str, tests: dict[str, str], expected: str | None
+) -> None:
+    assert rules.resolve(tests, listed) == expected
+
+
+def test_all_pass_with_ids_cut_at_their_first_space() -> None:
+    tests = {
+        f"{MAKE_ERROR}[required-Missing data for required field.]": "passed",
+        f"{MAKE_ERROR}[null-Field may not be null.]": "passed",
+        "tests/test_fields.py::test_other": "passed",
+    }
+    f2p = [f"{MAKE_ERROR}[required-Missing"]
+    p2p = [f"{MAKE_ERROR}[null-Field", "tests/test_fields.py::test_other"]
+    assert rules.all_pass(tests, f2p, p2p) == (1.0, {"fail_to_pass": 1.0, "pass_to_pass": 1.0})
+    tests[f"{MAKE_ERROR}[null-Field may not be null.]"] = "failed"
+    assert rules.all_pass(tests, f2p, p2p) == (0.0, {"fail_to_pass": 1.0, "pass_to_pass": 0.5})
+    assert rules.passed_fraction(tests, [f"{MAKE_ERROR}[required-Missing"]) == 1.0
+
+
+def test_all_pass_records_failed_and_missing_listed_tests() -> None:
+    tests = {"t::a": "passed", "t::b": "failed", "t::c": "skipped", "t::d[x y]": "error"}
+    tests.update({f"t::p{i}": "failed" for i in range(12)})
+    details: dict[str, object] = {"status": "graded"}
+    f2p = ["t::a", "t::b", "t::gone", "t::d[x"]
+    p2p = ["t::a", "t::c", *(f"t::p{i}" for i in range(12))]
+    reward, _ = rules.all_pass(tests, f2p, p2p, details=details)
+    assert reward == 0.0
+    assert details["status"] == "graded"
+    assert details["failed_tests"] == {
+        "fail_to_pass": ["t::b", "t::gone", "t::d[x"],
+        "pass_to_pass": ["t::c", *(f"t::p{i}" for i in range(9))],
+    }
+    assert details["failed_counts"] == {"fail_to_pass": 3, "pass_to_pass": 13}
+
+
+def test_all_pass_records_nothing_failed_when_all_passed() -> None:
+    details: dict[str, object] = {}
+    rules.all_pass({"t::a": "passed"}, ["t::a"], [], details=details)
+    assert details == {
+        "failed_tests": {"fail_to_pass": [], "pass_to_pass": []},
+        "failed_counts": {"fail_to_pass": 0, "pass_to_pass": 0},
+    }
+
+
 # --------------------------------------------------------------------------------------- formula
 
-VALUES = {"hidden": 0.5, "public": 1.0, "build_health": 1.0}
+H, P, B = rules.FORMULA_NAMES  # hidden_pass_fraction, public_regression, build_health
+VALUES = {H: 0.5, P: 1.0, B: 1.0}
+CARD_FORMULA = f"0.80{H} + 0.15{P} + 0.05*{B}"  # as the PDL card writes it: two `*`s lost
+
+
+def test_formula_names_are_the_cards() -> None:
+    assert rules.FORMULA_NAMES == ("hidden_pass_fraction", "public_regression", "build_health")
 
 
 @pytest.mark.parametrize(
     ("raw", "fixed"),
     [
-        (
-            "0.80 hidden + 0.15 public + 0.05 build_health",
-            "0.80*hidden + 0.15*public + 0.05*build_health",
-        ),
-        ("0.8hidden+0.2public", "0.8*hidden+0.2*public"),
-        ("0.80*hidden + 0.2 * public", "0.80*hidden + 0.2 * public"),
-        (".5 hidden + .5 public", ".5*hidden + .5*public"),
-        ("(hidden + public) / 2", "(hidden + public) / 2"),
+        (f"0.80 {H} + 0.15 {P} + 0.05 {B}", f"0.80*{H} + 0.15*{P} + 0.05*{B}"),
+        (CARD_FORMULA, f"0.80*{H} + 0.15*{P} + 0.05*{B}"),
+        (f"0.8{H}+0.2{P}", f"0.8*{H}+0.2*{P}"),
+        (f"0.80*{H} + 0.2 * {P}", f"0.80*{H} + 0.2 * {P}"),
+        (f".5 {H} + .5 {P}", f".5*{H} + .5*{P}"),
+        (f"1e-1{B}", f"1e-1*{B}"),
+        (f"({H} + {P}) / 2", f"({H} + {P}) / 2"),
+        # Only the card's names get a `*` back; the old short names are left alone (and then
+        # refused by the parser), as is a number glued to another identifier.
+        ("0.8hidden + 0.2public", "0.8hidden + 0.2public"),
+        (f"x1{H}", f"x1{H}"),
     ],
 )
 def test_normalize_restores_lost_star(raw: str, fixed: str) -> None:
@@ -72,35 +171,42 @@ def test_normalize_restores_lost_star(raw: str, fixed: str) -> None:
 
 
 def test_formula_lost_star_evaluates() -> None:
-    expr = "0.80 hidden + 0.15 public + 0.05 build_health"
-    assert rules.evaluate_formula(expr, VALUES) == pytest.approx(0.4 + 0.15 + 0.05)
+    assert rules.evaluate_formula(CARD_FORMULA, VALUES) == pytest.approx(0.4 + 0.15 + 0.05)
+    nop = {H: 0.0, P: 1.0, B: 1.0}
+    assert rules.evaluate_formula(CARD_FORMULA, nop) == pytest.approx(0.2)
 
 
 def test_formula_arithmetic() -> None:
-    assert rules.evaluate_formula("(hidden + public) / 2 - -0.25", VALUES) == pytest.approx(1.0)
+    assert rules.evaluate_formula(f"({H} + {P}) / 2 - -0.25", VALUES) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("expr", ["0.8*hidden + 0.2*public", "hidden", "public * 1"])
+def test_formula_old_names_are_refused(expr: str) -> None:
+    with pytest.raises(rules.RuleError, match="unknown name"):
+        rules.parse_expression(expr)
 
 
 @pytest.mark.parametrize(
     "expr",
     [
         "__import__('os').system('true')",
-        "hidden ** 2",
-        "hidden % 2",
-        "hidden // 1",
-        "max(hidden, public)",
-        "hidden if public else 0",
-        "hidden and public",
-        "hidden < public",
-        "True * hidden",
-        "'1' + hidden",
-        "[hidden][0]",
-        "hidden.real",
+        f"{H} ** 2",
+        f"{H} % 2",
+        f"{H} // 1",
+        f"max({H}, {P})",
+        f"{H} if {P} else 0",
+        f"{H} and {P}",
+        f"{H} < {P}",
+        f"True * {H}",
+        f"'1' + {H}",
+        f"[{H}][0]",
+        f"{H}.real",
         "lambda: 1",
-        "secret + hidden",
-        "1j * hidden",
+        f"secret + {H}",
+        f"1j * {H}",
         "",
-        "hidden +",
-        "hidden; public",
+        f"{H} +",
+        f"{H}; {P}",
     ],
 )
 def test_formula_rejects_everything_else(expr: str) -> None:
@@ -110,33 +216,82 @@ def test_formula_rejects_everything_else(expr: str) -> None:
 
 def test_formula_division_by_zero_and_overflow() -> None:
     with pytest.raises(rules.RuleError, match="division by zero"):
-        rules.evaluate_formula("hidden / (public - 1)", VALUES)
+        rules.evaluate_formula(f"{H} / ({P} - 1)", VALUES)
     with pytest.raises(rules.RuleError, match="finite"):
-        rules.evaluate_formula("1e308 * 1e308 * hidden", VALUES)
+        rules.evaluate_formula(f"1e308 * 1e308 * {H}", VALUES)
+
+
+FORMULA_TESTS = {
+    "tests/hidden/test_h.py::test_a": "passed",
+    "tests/hidden/test_h.py::test_b": "failed",
+    "tests/public/test_p.py::test_c": "passed",
+    "tests/public/test_p.py::test_d": "failed",
+}
+
+
+def test_formula_groups_are_the_listed_tests_exactly() -> None:
+    spec = {
+        "hidden_paths": ["tests/hidden/"],
+        "hidden_tests": ["tests/hidden/test_h.py::test_a", "tests/hidden/test_h.py::test_gone"],
+        "public_tests": ["tests/public/test_p.py::test_c"],
+    }
+    # Observed ids that are not listed (test_b, test_d) belong to no group; a listed id that
+    # did not run (test_gone) stays in its group.
+    assert rules.formula_groups(FORMULA_TESTS, spec) == (
+        ["tests/hidden/test_h.py::test_a", "tests/hidden/test_h.py::test_gone"],
+        ["tests/public/test_p.py::test_c"],
+    )
+
+
+def test_formula_groups_from_observed_ids_when_not_listed() -> None:
+    spec = {"hidden_paths": ["tests/hidden/"], "hidden_tests": [], "public_tests": []}
+    assert rules.formula_groups(FORMULA_TESTS, spec) == (
+        ["tests/hidden/test_h.py::test_a", "tests/hidden/test_h.py::test_b"],
+        ["tests/public/test_p.py::test_c", "tests/public/test_p.py::test_d"],
+    )
+
+
+def test_formula_groups_a_listed_public_id_that_is_hidden_counts_once() -> None:
+    spec = {
+        "hidden_tests": ["tests/hidden/test_h.py::test_a"],
+        "public_tests": ["tests/hidden/test_h.py::test_a", "tests/public/test_p.py::test_c"],
+    }
+    assert rules.formula_groups(FORMULA_TESTS, spec) == (
+        ["tests/hidden/test_h.py::test_a"],
+        ["tests/public/test_p.py::test_c"],
+    )
 
 
 def test_formula_rule_groups_and_terms() -> None:
-    tests = {
-        "tests/test_hidden.py::test_a": "passed",
-        "tests/test_hidden.py::test_b": "failed",
-        "tests/test_public.py::test_c": "passed",
-        "tests/test_public.py::test_d": "passed",
-    }
     spec = {
-        "expression": "0.80 hidden + 0.15*public + 0.05*build_health",
-        "hidden_paths": ["tests/test_hidden.py"],
-        "hidden_tests": ["tests/test_hidden.py::test_a", "tests/test_hidden.py::test_gone"],
-        "public_tests": ["tests/test_public.py::test_c"],
+        "expression": f"0.80 {H} + 0.15*{P} + 0.05*{B}",
+        "hidden_paths": ["tests/hidden/"],
+        "hidden_tests": ["tests/hidden/test_h.py::test_a", "tests/hidden/test_h.py::test_gone"],
+        "public_tests": ["tests/public/test_p.py::test_c"],
     }
-    reward, subscores = rules.formula(tests, spec, build_health=0.0)
-    # hidden: a passed, b failed, gone missing -> 1/3; public: c and d passed -> 1
-    assert subscores == {"hidden": pytest.approx(1 / 3), "public": 1.0, "build_health": 0.0}
-    assert reward == pytest.approx(0.8 / 3 + 0.15)
+    reward, subscores = rules.formula(FORMULA_TESTS, spec, build_health=0.0)
+    # hidden: a passed, gone missing -> 1/2 (b is not listed); public: c passed -> 1 (d is not)
+    assert subscores == {H: 0.5, P: 1.0, B: 0.0}
+    assert reward == pytest.approx(0.8 * 0.5 + 0.15)
 
 
 def test_formula_rule_no_hidden_tests_ran_scores_zero_hidden() -> None:
-    spec = {"expression": "hidden", "hidden_paths": ["tests/test_hidden.py"]}
-    assert rules.formula({"tests/test_public.py::t": "passed"}, spec, 1.0)[0] == 0.0
+    spec = {"expression": H, "hidden_paths": ["tests/hidden/"]}
+    assert rules.formula({"tests/public/test_p.py::t": "passed"}, spec, 1.0) == (
+        0.0,
+        {H: 0.0, P: 1.0, B: 1.0},
+    )
+
+
+def test_formula_rule_empty_public_group_scores_one() -> None:
+    spec = {"expression": P, "hidden_tests": ["tests/hidden/test_h.py::test_a"]}
+    assert rules.formula({"tests/hidden/test_h.py::test_a": "failed"}, spec, 1.0)[0] == 1.0
+
+
+def test_formula_rule_card_formula_needs_the_card_names() -> None:
+    spec = {"expression": "0.8*hidden + 0.2*public", "hidden_tests": ["t::a"]}
+    with pytest.raises(rules.RuleError, match="unknown name 'hidden'"):
+        rules.formula({"t::a": "passed"}, spec, 1.0)
 
 
 # ---------------------------------------------------------------------------------------- script
@@ -177,6 +332,31 @@ def test_script_last_json_line_on_stdout(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("text", ["0.4", "0.4\n", " 4e-1 "])
+def test_script_bare_number_in_reward_file(tmp_path: Path, text: str) -> None:
+    reward_file = tmp_path / "reward.txt"
+    reward_file.write_text(text)
+    report = rules.read_script_report(reward_file, "")
+    assert rules.script_scores(report, []) == (0.4, {})
+
+
+def test_script_score_is_read_as_reward(tmp_path: Path) -> None:
+    reward_file = tmp_path / "reward.json"
+    reward_file.write_text(json.dumps({"score": 0.6, "parse": 1.0}))
+    report = rules.read_script_report(reward_file, "")
+    assert rules.script_scores(report, []) == (0.6, {"parse": 1.0})
+    # On stdout too, and `score` never becomes a subscore of its own.
+    report = rules.read_script_report(None, 'log line\n{"score": 0.25, "a": 0.5}\n')
+    assert rules.script_scores(report, []) == (0.25, {"a": 0.5})
+
+
+def test_script_reward_key_wins_over_score() -> None:
+    report = rules.read_script_report(None, '{"score": 0.9, "reward": 0.1}\n')
+    reward, subscores = rules.script_scores(report, [])
+    assert reward == 0.1
+    assert "score" not in subscores and "reward" not in subscores
+
+
 def test_script_without_criteria_passes_numbers_through() -> None:
     assert rules.script_scores({"reward": 1, "a": 0.5, "b": "text", "c": True}, []) == (
         1.0,
@@ -184,16 +364,51 @@ def test_script_without_criteria_passes_numbers_through() -> None:
     )
 
 
-def test_script_no_reward_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(rules.RuleError, match="no reward"):
-        rules.read_script_report(None, "all good\n")
+def test_script_every_numeric_key_is_a_subscore_whatever_the_criteria() -> None:
+    report = {
+        "reward": 0.5,
+        "hidden_tests": 0.25,
+        "lint": 2,
+        "subscores": {"fix": 1.0, "edge": 0.0, "why": "text"},
+        "criteria": {"c1": 0.5},
+        "other": {"nested": 1.0},
+        "passed": [1, 2],
+        "bad": math.nan,
+    }
+    criteria: list[dict[str, object]] = [{"name": "fix", "weight": 100}]
+    assert rules.script_scores(report, criteria) == (
+        0.5,
+        {"hidden_tests": 0.25, "lint": 2.0, "fix": 1.0, "edge": 0.0, "c1": 0.5},
+    )
+
+
+def test_script_no_reward_is_an_error_naming_the_output_tail(tmp_path: Path) -> None:
+    stdout = "".join(f"line {i}\n" for i in range(20)) + "Traceback: boom\n"
+    with pytest.raises(rules.RuleError, match="no reward") as caught:
+        rules.read_script_report(None, stdout)
+    message = str(caught.value)
+    assert "Traceback: boom" in message and "line 19" in message
+    assert "line 0\n" not in message and "line 0 |" not in message  # only the tail
+    with pytest.raises(rules.RuleError, match=r"no output"):
+        rules.read_script_report(tmp_path / "absent.json", "")
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", '{"points": 3}', "passed", '"0.5"'])
+def test_script_unreadable_reward_file_is_an_error(tmp_path: Path, content: str) -> None:
     bad = tmp_path / "reward.json"
-    bad.write_text("[1, 2]")
-    with pytest.raises(rules.RuleError, match="REWARD_FILE"):
+    bad.write_text(content)
+    with pytest.raises(rules.RuleError, match="reward file") as caught:
         rules.read_script_report(bad, '{"reward": 1}')
+    assert content in str(caught.value)
 
 
-@pytest.mark.parametrize("value", [None, "1", math.nan, math.inf, True])
+def test_script_empty_reward_file_falls_back_to_stdout(tmp_path: Path) -> None:
+    empty = tmp_path / "reward.json"
+    empty.write_text("  \n")
+    assert rules.read_script_report(empty, '{"reward": 0.5}\n') == {"reward": 0.5}
+
+
+@pytest.mark.parametrize("value", [None, "1", math.nan, math.inf, True, -0.1, 1.5])
 def test_script_reward_must_be_a_finite_number(value: object) -> None:
     with pytest.raises(rules.RuleError):
         rules.script_scores({"reward": value}, [])

@@ -238,9 +238,12 @@ def test_test_patch_and_hidden_files(task: Task) -> None:
     assert report["tests"]["tests/test_hidden.py::test_neg"] == "failed"
 
 
+CARD_FORMULA = "0.80hidden_pass_fraction + 0.15public_regression + 0.05*build_health"
+
+
 def test_formula_rule_with_build_command(task: Task) -> None:
     formula = {
-        "expression": "0.80 hidden + 0.15 public + 0.05*build_health",
+        "expression": "0.80 hidden_pass_fraction + 0.15 public_regression + 0.05*build_health",
         "hidden_paths": ["tests/test_calc.py::test_add"],
         "hidden_tests": [],
         "public_tests": P2P,
@@ -249,9 +252,77 @@ def test_formula_rule_with_build_command(task: Task) -> None:
         "build_command": f"{PY} -c \"import ast; ast.parse(open('calc.py').read())\"",
     }
     reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), rule="formula", formula=formula)
-    assert reward == {"reward": 1.0, "hidden": 1.0, "public": 1.0, "build_health": 1.0}
+    assert reward == {
+        "reward": 1.0,
+        "hidden_pass_fraction": 1.0,
+        "public_regression": 1.0,
+        "build_health": 1.0,
+    }
+    assert report["status"] == "graded"
     reward, _ = task.grade("", rule="formula", formula=dict(formula, build_command="false"))
-    assert reward == {"reward": 0.15, "hidden": 0.0, "public": 1.0, "build_health": 0.0}
+    assert reward == {
+        "reward": 0.15,
+        "hidden_pass_fraction": 0.0,
+        "public_regression": 1.0,
+        "build_health": 0.0,
+    }
+
+
+COLLECTED = {
+    "expression": CARD_FORMULA,
+    "hidden_paths": [],
+    "hidden_tests": F2P,
+    "public_tests": P2P,
+    "build_health": "collected",
+    # Must be ignored: with "collected" the health comes from the test run itself.
+    "build_command": "false",
+}
+
+
+def test_formula_build_health_collected(task: Task) -> None:
+    reward, report = task.grade(
+        task.diff({"calc.py": CALC_FIXED}), rule="formula", formula=COLLECTED
+    )
+    assert report["status"] == "graded", report
+    assert report["exit_code"] == 1  # the tripwire fails; 0 or 1 both mean "collected and ran"
+    assert reward == {
+        "reward": 1.0,
+        "hidden_pass_fraction": 1.0,
+        "public_regression": 1.0,
+        "build_health": 1.0,
+    }
+    # The untouched repository: the card formula's nop value, 0.15 + 0.05.
+    reward, _ = task.grade("", rule="formula", formula=COLLECTED)
+    assert reward["build_health"] == 1.0
+    assert reward["reward"] == pytest.approx(0.2)
+
+
+def test_formula_build_health_collected_is_zero_on_a_collection_error(task: Task) -> None:
+    broken = task.diff({"calc.py": CALC_FIXED + "\ndef broken(:\n"})
+    reward, report = task.grade(broken, rule="formula", formula=COLLECTED)
+    assert report["status"] == "graded", report
+    assert report["exit_code"] == 2  # pytest: interrupted by a collection error
+    assert reward == {
+        "reward": 0.0,
+        "hidden_pass_fraction": 0.0,
+        "public_regression": 0.0,
+        "build_health": 0.0,
+    }
+
+
+@pytest.mark.parametrize(
+    "command",
+    [f"{PY} -c 'pass'", f"{PYTEST} tests/nowhere.py", f"{PYTEST} -k no_such_test tests"],
+    ids=["ran-no-pytest", "usage-error", "none-collected"],
+)
+def test_formula_build_health_collected_needs_parsed_tests(task: Task, command: str) -> None:
+    formula = dict(COLLECTED, hidden_tests=[], public_tests=[], expression="build_health")
+    reward, report = task.grade(
+        task.diff({"calc.py": CALC_FIXED}), rule="formula", formula=formula, test_command=command
+    )
+    assert report["status"] == "graded", report
+    assert report["tests"] == {}
+    assert reward["build_health"] == 0.0 and reward["reward"] == 0.0
 
 
 GRADER_SCRIPT = """\
