@@ -221,9 +221,13 @@ def build_image(
     log_path: Path,
     timeout_sec: float,
     buildargs: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    force: bool = False,
 ) -> BuildOutcome:
-    """Build `context` into `tag` unless it exists; raise BuildError with the log on failure."""
-    if image_exists(client, tag):
+    """Build `context` into `tag` unless it exists (or `force`); raise BuildError with the log
+    on failure. `labels` are added to the tool's own.
+    """
+    if not force and image_exists(client, tag):
         return BuildOutcome(tag, False, 0.0, None)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -237,7 +241,7 @@ def build_image(
                 for chunk in client.api.build(
                     path=str(context),
                     tag=tag,
-                    labels=labels_for(task, role, container=False),
+                    labels={**labels_for(task, role, container=False), **(labels or {})},
                     rm=True,
                     forcerm=True,
                     decode=True,
@@ -271,6 +275,34 @@ def build_image(
         reason = error[-1] if error else "no image produced"
         raise BuildError(task, tag, reason.splitlines()[-1][:300], log_path)
     return BuildOutcome(tag, True, time.monotonic() - started, log_path)
+
+
+LABEL_BASES = "packager.bases"
+"""On agent images: the ids of the images their FROM lines named when they were built. A tag is
+a hash of the build context, which names a base image but not its content; a base that changed
+since (a re-pulled or rebuilt published image) makes the agent image stale."""
+
+
+def base_ids(client: DockerClient, dockerfile: str) -> str:
+    """`image=id` for every base image the Dockerfile names that the engine has, sorted."""
+    import docker.errors
+
+    found = []
+    for image in base_images(dockerfile):
+        try:
+            found.append(f"{image}={client.images.get(image).id}")
+        except docker.errors.ImageNotFound:
+            found.append(f"{image}=?")
+    return ",".join(sorted(found))
+
+
+def stale_bases(client: DockerClient, tag: str, bases: str) -> bool:
+    """Whether an existing image was built on other base images than the current ones (or
+    does not say: built before bases were recorded).
+    """
+    image = client.images.get(tag)
+    recorded = ((image.attrs.get("Config") or {}).get("Labels") or {}).get(LABEL_BASES)
+    return recorded != bases
 
 
 def ca_base_image(client: DockerClient, base: str, ca_bundle: Path, log_dir: Path) -> str:

@@ -327,7 +327,7 @@ def _run_tasks(
         cached = (
             None
             if (force or not verify)
-            else cached_result(paths, spec, oracle_runs=oracle_runs, engine=engine)
+            else cached_result(paths, spec, oracle_runs=oracle_runs, engine=engine, client=client)
         )
         if cached is None:
             todo.append(spec)

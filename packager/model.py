@@ -217,6 +217,8 @@ class TaskResult(Frozen):
     reason: str | None = None
     engine: str
     images: dict[str, str] = Field(default_factory=dict)
+    image_ids: dict[str, str] = Field(default_factory=dict)
+    """The images' ids when verified: a rerun skips the task only for the very same images."""
     oracle: tuple[RunResult, ...] = ()
     nop: RunResult | None = None
     expected_nop: float | None = None

@@ -392,7 +392,11 @@ def build_task(
         "grader_image": task.grader_image,
     }
     buildargs: dict[str, str] = {}
-    if not build.image_exists(client, task.agent_image):
+    bases = build.base_ids(client, (task_dir / "environment" / "Dockerfile").read_text())
+    rebuild = build.image_exists(client, task.agent_image) and build.stale_bases(
+        client, task.agent_image, bases
+    )
+    if rebuild or not build.image_exists(client, task.agent_image):
         with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
             snap = Path(tmp) / "repo"
             git_dir = None
@@ -448,6 +452,8 @@ def build_task(
                 log_path=logs / "build-agent.log",
                 timeout_sec=opts.timeout_sec,
                 buildargs=buildargs,
+                labels={build.LABEL_BASES: bases},
+                force=rebuild,
             )
         finally:
             if context != task_dir / "environment":
@@ -465,7 +471,9 @@ def build_task(
         tag=task.grader_image,
         log_path=logs / "build-grader.log",
         timeout_sec=opts.timeout_sec,
+        force=rebuild,
     )
+    outcome["agent_rebuilt_for_new_base"] = rebuild
     outcome["grader_built"] = grader.built
     outcome["grader_build_sec"] = round(grader.duration_sec, 3)
     if grader.log_path:
@@ -604,6 +612,10 @@ def package_one(
         )
     check_cancelled()
     images = {"agent": str(built["agent_image"]), "grader": str(built["grader_image"])}
+    try:
+        image_ids = {k: str(client.images.get(v).id) for k, v in images.items()}
+    except Exception:  # noqa: BLE001 - a fake or failing engine: ids are only a cache key
+        image_ids = {}
     durations = {"build": round(time.monotonic() - started, 3)}
     logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
     from packager.audit import AuditError, audit_path, audit_task
@@ -615,6 +627,7 @@ def package_one(
             status=status,
             reason=reason,
             images=images,
+            image_ids=image_ids,
             durations=durations,
             logs={"dir": str(paths.log_dir(slug)), **logs},
         )
@@ -663,7 +676,7 @@ def package_one(
         if engine == "harbor":
             from packager.harbor_engine import verify_task_harbor
 
-            return verify_task_harbor(
+            verified = verify_task_harbor(
                 spec,
                 paths,
                 images=images,
@@ -671,16 +684,18 @@ def package_one(
                 durations=durations,
                 extra_logs=logs,
             )
-        return verify_task(
-            client,
-            spec,
-            paths,
-            oracle_runs=oracle_runs,
-            images=images,
-            durations=durations,
-            extra_logs=logs,
-            memory_mb=memory_mb,
-        )
+        else:
+            verified = verify_task(
+                client,
+                spec,
+                paths,
+                oracle_runs=oracle_runs,
+                images=images,
+                durations=durations,
+                extra_logs=logs,
+                memory_mb=memory_mb,
+            )
+        return verified.model_copy(update={"image_ids": image_ids})
     except Cancelled:
         raise
     except PackagerError as exc:
@@ -720,10 +735,18 @@ def write_result(paths: OutputPaths, result: TaskResult) -> Path:
 
 
 def cached_result(
-    paths: OutputPaths, spec: TaskSpec, *, oracle_runs: int, engine: str = "local"
+    paths: OutputPaths,
+    spec: TaskSpec,
+    *,
+    oracle_runs: int,
+    engine: str = "local",
+    client: DockerClient | None = None,
 ) -> TaskResult | None:
     """The task's saved result when it is `verified` for the very images this spec renders to,
     by the same engine, with at least `oracle_runs` oracle runs: a rerun skips such a task.
+
+    With a client, the images must also still be the ones verified (same ids) and the agent
+    image's base images unchanged since it was built.
     """
     from packager.model import TaskResult
     from packager.targets.harbor import make_harbor_task
@@ -737,14 +760,27 @@ def cached_result(
         return None
     task = make_harbor_task(spec)
     same = previous.images == {"agent": task.agent_image, "grader": task.grader_image}
-    if (
+    if not (
         previous.status == "verified"
         and same
         and previous.engine == engine
         and len(previous.oracle) >= oracle_runs
     ):
-        return previous
-    return None
+        return None
+    if client is not None and previous.image_ids:
+        from packager import build
+
+        try:
+            current = {k: client.images.get(v).id for k, v in previous.images.items()}
+            dockerfile = paths.task_dir(spec.provenance.slug) / "environment" / "Dockerfile"
+            stale = build.stale_bases(
+                client, task.agent_image, build.base_ids(client, dockerfile.read_text())
+            )
+        except Exception:  # noqa: BLE001 - an image is gone: verify again
+            return None
+        if current != previous.image_ids or stale:
+            return None
+    return previous
 
 
 def read_results(paths: OutputPaths) -> list[TaskResult]:

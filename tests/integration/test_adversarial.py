@@ -161,6 +161,7 @@ for i in pathlib.Path(os.environ["IDS"]).read_text().split():
     f, _, name = i.partition("::")
     by_file[f].append(name)
 for f, names in by_file.items():
+    pathlib.Path(f).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(f).write_text("".join(f"def {n}():\n    pass\n\n" for n in names))
 PYEOF
 """

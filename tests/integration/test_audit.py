@@ -23,7 +23,7 @@ from packager.model import TaskSpec
 from packager.pipeline import OutputPaths, Selection, iter_specs, resolve_spec
 from packager.sources import open_dataset
 from packager.targets.harbor import make_harbor_task
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.docker
 
@@ -189,22 +189,25 @@ def test_hidden_tests_copied_into_image(
 def test_hidden_file_copied_into_image(
     variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
 ) -> None:
-    # (a) a PDL hidden test file (grading.hidden_files), byte for byte
+    # (a) a PDL hidden test file (a new file of its test_patch), byte for byte
     spec = specs["samples__inventory-4"]
-    ((path, data),) = spec.grading.hidden_files.items()
+    path = "tests/hidden/test_hidden.py"
+    data = (ROOT / "packager/samples/src/inventory/hidden" / path).read_bytes()
+    assert spec.grading.test_patch and path in spec.grading.test_patch
     tag = variants.build(
         "hidden", f"FROM {_agent_tag(spec)}\nCOPY h.py /root/{Path(path).name}\n", {"h.py": data}
     )
     report = _audit(docker_client, tag, spec)
-    assert report.kinds == {"hidden_test"}
-    assert "exact copy of hidden file" in report.findings[0].detail
+    # The whole file is also the test patch's added lines.
+    assert "hidden_test" in report.kinds and report.kinds <= {"hidden_test", "test_patch"}
+    assert any("exact copy of test patch: new file" in f.detail for f in report.findings)
 
 
 def test_grader_file_copied_into_image(
     variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
 ) -> None:
     spec = specs["samples__kvstore-3"]
-    data = spec.grading.grader_files["grade.py"]
+    data = spec.grading.grader_files["grader/grade.py"]
     tag = variants.build(
         "grader", f"FROM {_agent_tag(spec)}\nCOPY g.py /usr/local/lib/g.py\n", {"g.py": data}
     )

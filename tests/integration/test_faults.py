@@ -63,7 +63,8 @@ def _recipes() -> dict[str, Any]:
     pytest_cmd = textkit["test_cmd"]
     return {
         **shipped,
-        "faults__hang": {**textkit, "test_cmd": "sleep 100000", "timeout": 5},
+        # The test files of the row's test patch follow the command: sleep first, then pytest.
+        "faults__hang": {**textkit, "test_cmd": f"sleep 100000; {pytest_cmd}", "timeout": 5},
         "faults__oom": {
             **textkit,
             "test_cmd": f"python3 -c 'b = bytearray(512 * 1024 * 1024)'; {pytest_cmd}",
