@@ -24,11 +24,13 @@ def make_dataset(folder: Path) -> Path:
     base = [json.loads(line) for line in (SAMPLES / "rows.jsonl").read_text().splitlines() if line]
     # The SWEeper row needs its repo source to resolve gold; keep it, with the bundles beside.
     (folder / "repos").symlink_to(SAMPLES / "repos")
+    (folder / "recipes.yaml").symlink_to(SAMPLES / "recipes.yaml")
     data = folder / "rows.jsonl"
     with data.open("w") as fh:
         for i in range(ROWS):
             row = dict(base[i % len(base)])
-            row["instance_id"] = f"{row['instance_id']}-copy{i:04d}"
+            key = "case_id" if "case_id" in row else "instance_id"
+            row[key] = f"{row[key]}-copy{i:04d}"
             fh.write(json.dumps(row) + "\n")
     return data
 

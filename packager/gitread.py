@@ -23,6 +23,7 @@ def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     )
 
 
+@lru_cache(maxsize=4096)
 def read_file(git_dir: Path, commit: str, path: str) -> bytes | None:
     """The bytes of `path` at `commit`, or None when the commit has no such file."""
     done = _git(git_dir, "cat-file", "blob", f"{commit}:{path}")

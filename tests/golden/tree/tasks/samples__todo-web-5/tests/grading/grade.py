@@ -484,7 +484,7 @@ def _run_tests(
     try:
         proof: Optional[Path] = None
         canaries: List[Tuple[str, Path]] = []
-        tripwire: Optional[Tuple[str, Path]] = None
+        tripwire: Optional[Tripwire] = None
         if parser in parsers.PYTEST_FAMILY:
             # pytest's own JUnit report, at a path the command is not told about on its command
             # line: proof that the session ran to its end (see _trusted_pytest).
@@ -509,7 +509,7 @@ def _run_tests(
         if proof is not None:
             tests = _trusted_pytest(tests, proof, report, parser)
         if tripwire is not None:
-            tests = check_tripwire(tests, tripwire[0])
+            tests = check_tripwire(tests, tripwire.name)
         if parser == "gotest":
             tests = parsers.gotest_trusted(output, [name for name, _ in canaries])
             if canaries and not tests and parsers.parse_gotest(output):
@@ -523,7 +523,7 @@ def _run_tests(
         for _, path in canaries:
             path.unlink(missing_ok=True)
         if tripwire is not None:
-            tripwire[1].unlink(missing_ok=True)
+            tripwire.remove()
 
 
 def _trusted_pytest(
@@ -562,36 +562,57 @@ def _trusted_pytest(
     return trusted
 
 
-def write_pytest_tripwire(repo: Path, plan: Mapping[str, Any]) -> Tuple[str, Path]:
-    """Add a test that must fail, beside the tests the plan names; return (function, file).
+class Tripwire:
+    """A must-fail pytest test added for one run, and how to take it out again."""
+
+    def __init__(self, name: str, path: Path, original: Optional[bytes]) -> None:
+        self.name = name
+        self.path = path
+        self.original = original
+
+    def remove(self) -> None:
+        """Put the test file back as it was (or delete the file the tripwire had to make)."""
+        if self.original is None:
+            self.path.unlink(missing_ok=True)
+        else:
+            self.path.write_bytes(self.original)
+
+
+def write_pytest_tripwire(repo: Path, plan: Mapping[str, Any]) -> Tripwire:
+    """Add a test that must fail where the test command will collect it.
 
     Code under test can patch pytest from inside its own process (say, rewrite every report to
     `passed` at import time); the JUnit proof cannot see that, since it is built from the same
-    reports. A test that raises unconditionally, with a random name in a random file, is
-    reported `passed` only by a tampered runner.
+    reports. A test that raises unconditionally, with a random name, is reported `passed` only
+    by a tampered runner. Test commands usually name the test files to run (SWE-bench appends
+    those of the test patch), so the tripwire goes into the first listed test file that exists;
+    failing that, into a new file beside it, or in `tests/`.
     """
-    named = [
-        str(t).split("::", 1)[0]
-        for key in ("fail_to_pass", "pass_to_pass")
-        for t in (plan.get(key) or [])
-        if "::" in str(t)
-    ]
     formula = plan.get("formula") or {}
+    listed = [str(t) for key in ("fail_to_pass", "pass_to_pass") for t in (plan.get(key) or [])] + [
+        str(t) for key in ("hidden_tests", "public_tests") for t in (formula.get(key) or [])
+    ]
+    named = [t.split("::", 1)[0] for t in listed if "::" in t]
     named += [str(p) for p in (formula.get("hidden_paths") or []) if str(p).endswith(".py")]
-    folder = repo
+    name = f"test_{secrets.token_hex(6)}"
+    body = f"\n\ndef {name}():\n    raise AssertionError('grading tripwire')\n"
     root = repo.resolve()
+    for rel in named:
+        target = (repo / rel).resolve()
+        inside = target == root or root in target.parents
+        if inside and rel.endswith(".py") and target.is_file() and not target.is_symlink():
+            original = target.read_bytes()
+            target.write_bytes(original + body.encode())
+            return Tripwire(name, target, original)
+    folder = repo / "tests" if (repo / "tests").is_dir() else repo
     for rel in named:
         candidate = (repo / rel).parent.resolve()
         if candidate.is_dir() and (candidate == root or root in candidate.parents):
             folder = candidate
             break
-    else:
-        if (repo / "tests").is_dir():
-            folder = repo / "tests"
-    name = f"test_{secrets.token_hex(6)}"
     path = folder / f"{name}.py"
-    path.write_text(f"def {name}():\n    raise AssertionError('grading tripwire')\n")
-    return name, path
+    path.write_text(body.lstrip("\n"))
+    return Tripwire(name, path, None)
 
 
 def check_tripwire(tests: Dict[str, str], name: str) -> Dict[str, str]:
