@@ -795,7 +795,9 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
         image = client.images.get(image_tag)
     except docker.errors.ImageNotFound as exc:
         raise AuditError(f"{spec.task_id}: image {image_tag} not found; build it first") from exc
-    base = spec.repo.base_commit
+    # The snapshot's HEAD: base_commit, or with `--history base-only` the one commit holding its
+    # tree (then no other commit is allowed at all).
+    base = spec.repo.head
     workdir_git = spec.repo.workdir.rstrip("/") + "/.git"
     git_prefix = workdir_git.strip("/") + "/"
     secrets = secrets_of(spec)

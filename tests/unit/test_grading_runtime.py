@@ -541,8 +541,7 @@ def test_go_canaries(tmp_path: Path) -> None:
 # test process: only a test that must fail can tell (the JUnit report is built from the same
 # reports).
 RUNNER_TAMPER = (
-    CALC_BUGGY
-    + "\n\nimport _pytest.reports as _r\n_orig = _r.TestReport.from_item_and_call\n\n\n"
+    CALC_BUGGY + "\n\nimport _pytest.reports as _r\n_orig = _r.TestReport.from_item_and_call\n\n\n"
     "def _fake(item, call):\n    rep = _orig(item, call)\n    rep.outcome = 'passed'\n"
     "    return rep\n\n\n_r.TestReport.from_item_and_call = staticmethod(_fake)\n"
 )
