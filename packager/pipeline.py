@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from packager.adapters import Context, Prebuilt, Prompt, row_id, to_spec
 from packager.errors import RepoSourceError, RowError, UnknownTasksError
-from packager.model import TaskSpec
+from packager.model import Environment, Grading, TaskSpec
 from packager.recipes import Recipes
 from packager.sources import DatasetSource, iter_rows
 
@@ -188,7 +188,7 @@ def resolve_spec(
     return spec.model_copy(update=update) if update else spec
 
 
-def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> object:
+def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> Environment:
     """The recipe's requirement files (with `-r` includes inlined, as the harness does) and
     environment.yml, read from the repository at the environment setup commit.
     """
@@ -233,7 +233,7 @@ def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> object:
     )
 
 
-def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[object, object]:
+def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[Grading, Environment]:
     """How a SWEeper app starts (the recipe's command, else detected from the repository's
     top-level files) and the runtimes its image needs.
     """
@@ -392,7 +392,19 @@ def build_task(
         "grader_image": task.grader_image,
     }
     buildargs: dict[str, str] = {}
-    bases = build.base_ids(client, (task_dir / "environment" / "Dockerfile").read_text())
+    dockerfile_text = (task_dir / "environment" / "Dockerfile").read_text()
+    if opts.ca_bundle is not None:
+        # The image trusting the extra CA stands in for the first base: it is the one recorded,
+        # so an agent image built without that CA (or with another) is rebuilt.
+        build.check_base_images(
+            client, dockerfile_text, task=label, log_path=logs / "build-agent.log", pull=opts.pull
+        )
+        buildargs["PACKAGER_BASE"] = build.ca_base_image(
+            client, build.first_from(dockerfile_text), opts.ca_bundle, logs
+        )
+        bases = build.base_ids(client, f"FROM {buildargs['PACKAGER_BASE']}\n")
+    else:
+        bases = build.base_ids(client, dockerfile_text)
     rebuild = build.image_exists(client, task.agent_image) and build.stale_bases(
         client, task.agent_image, bases
     )
@@ -435,12 +447,9 @@ def build_task(
             pull=opts.pull,
         )
         if opts.ca_bundle is not None:
-            dockerfile = (context / "Dockerfile").read_text()
-            base = build.first_from(dockerfile)
-            buildargs["PACKAGER_BASE"] = build.ca_base_image(client, base, opts.ca_bundle, logs)
             ca_ctx = Path(tempfile.mkdtemp(prefix="packager-ctx-"))
             shutil.copytree(context, ca_ctx, dirs_exist_ok=True)
-            (ca_ctx / "Dockerfile").write_text(build.with_base_override(dockerfile))
+            (ca_ctx / "Dockerfile").write_text(build.with_base_override(dockerfile_text))
             context = ca_ctx
         try:
             agent = build.build_image(
