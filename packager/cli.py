@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -118,6 +118,28 @@ def _choice(value: str, name: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+ROW_ARGS = (
+    "tasks",
+    "all_tasks",
+    "dataset",
+    "split",
+    "schema",
+    "repo_source",
+    "recipes",
+    "base_image",
+    "prebuilt",
+    "prompt",
+    "grader_entry",
+    "history",
+)
+"""The options every row-reading command takes, passed on to `_selection` by name."""
+
+
+def _row_args(values: dict[str, Any]) -> dict[str, Any]:
+    """A command's row options out of its arguments (its `locals()`)."""
+    return {name: values[name] for name in ROW_ARGS}
+
+
 def _selection(
     tasks: list[str] | None,
     all_tasks: bool,
@@ -206,20 +228,7 @@ def render_command(
     from packager.pipeline import OutputPaths, render_selection
 
     try:
-        sel = _selection(
-            tasks,
-            all_tasks,
-            dataset,
-            split,
-            schema,
-            repo_source,
-            recipes=recipes,
-            base_image=base_image,
-            prebuilt=prebuilt,
-            prompt=prompt,
-            grader_entry=grader_entry,
-            history=history,
-        )
+        sel = _selection(**_row_args(locals()))
         specs = render_selection(sel, out)
     except PackagerError as exc:
         _fail(exc)
@@ -434,20 +443,7 @@ def build_command(
 ) -> None:
     """Render, then build each task's agent image and grader image (cached by content hash)."""
     try:
-        sel = _selection(
-            tasks,
-            all_tasks,
-            dataset,
-            split,
-            schema,
-            repo_source,
-            recipes=recipes,
-            base_image=base_image,
-            prebuilt=prebuilt,
-            prompt=prompt,
-            grader_entry=grader_entry,
-            history=history,
-        )
+        sel = _selection(**_row_args(locals()))
         code = _run_tasks(
             sel,
             out,
@@ -492,20 +488,7 @@ def package_command(
     Tasks already verified for the same images are reported as cached (resume); --force reruns.
     """
     try:
-        sel = _selection(
-            tasks,
-            all_tasks,
-            dataset,
-            split,
-            schema,
-            repo_source,
-            recipes=recipes,
-            base_image=base_image,
-            prebuilt=prebuilt,
-            prompt=prompt,
-            grader_entry=grader_entry,
-            history=history,
-        )
+        sel = _selection(**_row_args(locals()))
         code = _run_tasks(
             sel,
             out,
@@ -562,20 +545,7 @@ def verify_command(
     if patch is not None and engine != "local":
         raise typer.BadParameter("--patch grades with the local engine")
     try:
-        sel = _selection(
-            tasks,
-            all_tasks,
-            dataset,
-            split,
-            schema,
-            repo_source,
-            recipes=recipes,
-            base_image=base_image,
-            prebuilt=prebuilt,
-            prompt=prompt,
-            grader_entry=grader_entry,
-            history=history,
-        )
+        sel = _selection(**_row_args(locals()))
         if patch is None:
             code = _run_tasks(
                 sel,
@@ -669,20 +639,7 @@ def audit_command(
     from packager.pipeline import OutputPaths, render_selection
 
     try:
-        sel = _selection(
-            tasks,
-            all_tasks,
-            dataset,
-            split,
-            schema,
-            repo_source,
-            recipes=recipes,
-            base_image=base_image,
-            prebuilt=prebuilt,
-            prompt=prompt,
-            grader_entry=grader_entry,
-            history=history,
-        )
+        sel = _selection(**_row_args(locals()))
         specs = render_selection(sel, out)
         client = build.connect()
         paths = OutputPaths(out, sel.dataset.name)
