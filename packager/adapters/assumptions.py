@@ -118,5 +118,3 @@ PDL_NOP_VALUES = {"hidden_pass_fraction": 0.0, "public_regression": 1.0, "build_
 SWEEPER_WORKDIR = "/app"
 SWEEPER_DEFAULT_PORT = 3000
 SWEEPER_LANGUAGE = "web"
-SWEEPER_PACKAGES = ("nodejs", "npm", "python3")
-"""Runtimes for the apps' usual start commands (npm, node, python3 manage.py / flask)."""

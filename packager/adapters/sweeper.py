@@ -12,6 +12,7 @@ source by the pipeline (this adapter does no I/O).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,13 +90,17 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     port: int | None = None
     found = ctx.recipes.find([task, slug])
     if found is not None:
+        from packager.webapp import start_from_recipe
+
         key, recipe = found
-        start = recipe.get("start_command")
-        port = recipe.get("port", A.SWEEPER_DEFAULT_PORT)
-        if not isinstance(start, str) or not start.strip():
-            raise RowError(task, f"recipes[{key}].start_command", "missing or empty")
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-            raise RowError(task, f"recipes[{key}].port", "expected a port number")
+        try:
+            app = start_from_recipe({"port": A.SWEEPER_DEFAULT_PORT, **recipe})
+        except ValueError as exc:
+            # start_from_recipe names the key: "recipe key 'port': ..."
+            named = re.match(r"recipe key '([\w-]+)': (.*)", str(exc))
+            field, problem = named.groups() if named else ("", str(exc))
+            raise RowError(task, f"recipes[{key}].{field}".rstrip("."), problem) from exc
+        start, port = app.command, app.port
     metadata: dict[str, JsonValue] = {
         "slug": slug,
         "prompt": prompt_field,
