@@ -7,6 +7,7 @@ DATASET ?= samples
 OUT ?= build
 TASK ?=
 ARGS ?=
+JUDGE ?=
 HARBOR_PYTHON ?= $(shell ls -d "$$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python 2>/dev/null | tail -n 1)
 
 .PHONY: install docker package test check lint typecheck golden harbor hud bench clean help
@@ -35,7 +36,7 @@ docker:
 package: install docker
 	@if [ -z "$(TASK)" ]; then echo "usage: make package TASK=<instance_id> [DATASET=...]"; \
 	  $(BIN)/packager list --dataset $(DATASET); exit 2; fi
-	$(BIN)/packager package $(TASK) --dataset $(DATASET) --out $(OUT) $(ARGS)
+	$(BIN)/packager package $(TASK) --dataset $(DATASET) --out $(OUT) $(if $(JUDGE),--judge $(JUDGE)) $(ARGS)
 
 harbor:
 	@HARBOR_PYTHON="$(HARBOR_PYTHON)" bash scripts/ensure-harbor.sh

@@ -363,6 +363,29 @@ def read_tar_member(archive: bytes, name: str) -> bytes | None:
     return None
 
 
+def extract_tree(archive: bytes, prefix: str, dest: Path) -> int:
+    """Write the regular files under `prefix` of a `get_archive` tar stream into `dest`
+    (paths below the prefix kept; anything that would land outside `dest` skipped).
+    Returns how many files were written.
+    """
+    written = 0
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if not member.isfile() or not member.name.startswith(prefix):
+                continue
+            rel = Path(member.name[len(prefix) :])
+            if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+                continue
+            fh = tar.extractfile(member)
+            if fh is None:
+                continue
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(fh.read())
+            written += 1
+    return written
+
+
 def make_tar(files: dict[str, bytes], modes: dict[str, int] | None = None) -> bytes:
     """A tar stream for `put_archive` (paths relative to the target folder)."""
     buf = io.BytesIO()

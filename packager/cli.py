@@ -15,7 +15,9 @@ import typer
 from packager.errors import PackagerError
 
 if TYPE_CHECKING:
-    from packager.model import TaskResult
+    from rich.console import Console
+
+    from packager.model import TaskResult, TaskSpec
     from packager.pipeline import Selection
 
 app = typer.Typer(
@@ -271,6 +273,16 @@ PullOpt = Annotated[
         help="Let builds pull missing base images from a registry (default: fail fast).",
     ),
 ]
+JudgeOpt = Annotated[
+    str,
+    typer.Option(
+        "--judge",
+        help="Where a browser judge's model is (SWEeper tasks): env = the endpoint named by "
+        "PACKAGER_JUDGE_BASE_URL, PACKAGER_JUDGE_MODEL and PACKAGER_JUDGE_API_KEY (unset: the "
+        "task stops at needs_judge); replay = a local server replaying the sample's recorded "
+        "model turns (packager/samples/replays/<id>.yaml), started and stopped by this command.",
+    ),
+]
 MemoryOpt = Annotated[
     int | None,
     typer.Option(
@@ -295,17 +307,62 @@ def _run_tasks(
     pull: bool = False,
     memory_mb: int | None = None,
     engine: str = "local",
+    judge: str = "env",
 ) -> int:
     """Render, then build (and verify) every selected task; print the table; return exit code.
 
     With `verify`, a task whose saved result is already `verified` for the same images and
     engine is reported as cached and not run again (unless `force`): a rerun resumes.
     Ctrl-C stops the workers, removes this run's containers and exits 130; results of finished
-    tasks are kept and the interrupted tasks write none.
+    tasks are kept and the interrupted tasks write none. `judge` says where a browser judge's
+    model is (docs/sweeper.md).
     """
+    from rich.console import Console
+
+    from packager.judge.endpoint import judge_endpoint
+    from packager.pipeline import render_selection
+
+    console = Console(stderr=True)
+    specs = render_selection(sel, out)
+    with judge_endpoint(judge, specs) as judge_env:
+        return _build_and_verify(
+            sel,
+            out,
+            specs,
+            console,
+            judge_env,
+            verify=verify,
+            workers=workers,
+            ca_bundle=ca_bundle,
+            build_timeout=build_timeout,
+            oracle_runs=oracle_runs,
+            force=force,
+            pull=pull,
+            memory_mb=memory_mb,
+            engine=engine,
+        )
+
+
+def _build_and_verify(
+    sel: Selection,
+    out: Path,
+    specs: list[TaskSpec],
+    console: Console,
+    judge_env: dict[str, str],
+    *,
+    verify: bool,
+    workers: int,
+    ca_bundle: Path | None,
+    build_timeout: float,
+    oracle_runs: int,
+    force: bool,
+    pull: bool,
+    memory_mb: int | None,
+    engine: str,
+) -> int:
+    """_run_tasks once the tasks are rendered and the judge's endpoint is known."""
     from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from packager import build
@@ -315,13 +372,10 @@ def _run_tasks(
         OutputPaths,
         cached_result,
         package_one,
-        render_selection,
         write_report,
         write_result,
     )
 
-    console = Console(stderr=True)
-    specs = render_selection(sel, out)
     paths = OutputPaths(out, sel.dataset.name)
     client = build.connect()
     swept = build.remove_orphan_containers(client)
@@ -369,6 +423,7 @@ def _run_tasks(
                     client=client,
                     memory_mb=memory_mb,
                     engine=engine,
+                    judge_env=judge_env,
                 ): spec
                 for spec in todo
             }
@@ -482,6 +537,7 @@ def package_command(
     pull: PullOpt = False,
     memory_mb: MemoryOpt = None,
     engine: EngineOpt = "local",
+    judge: JudgeOpt = "env",
 ) -> None:
     """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0).
 
@@ -501,6 +557,7 @@ def package_command(
             pull=pull,
             memory_mb=memory_mb,
             engine=engine,
+            judge=judge,
         )
     except PackagerError as exc:
         _fail(exc)
@@ -536,6 +593,7 @@ def verify_command(
     oracle_runs: OracleRunsOpt = 2,
     force: ForceOpt = False,
     memory_mb: MemoryOpt = None,
+    judge: JudgeOpt = "env",
 ) -> None:
     """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
     import json
@@ -558,6 +616,7 @@ def verify_command(
                 force=force,
                 memory_mb=memory_mb,
                 engine=engine,
+                judge=judge,
             )
             raise typer.Exit(code)
         from packager import build

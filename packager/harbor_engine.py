@@ -24,7 +24,7 @@ import signal
 import subprocess
 import time
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import tomli_w
 
 from packager.errors import EngineUnavailableError, RunError
+from packager.judge.endpoint import judge_grader_env
 from packager.model import RunResult, TaskResult, TaskSpec
 from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG
-from packager.verify import excerpt, make_result
+from packager.verify import excerpt, judge_record, make_result
 
 if TYPE_CHECKING:
     from packager.pipeline import OutputPaths
@@ -155,14 +156,17 @@ class HarborJob:
     cleanup_labels: dict[str, str]
 
 
-def run_jobs(jobs: Sequence[HarborJob], *, label: str) -> list[int]:
-    """Run harbor jobs side by side; returns their exit codes.
+def run_jobs(
+    jobs: Sequence[HarborJob], *, label: str, extra_env: Mapping[str, str] | None = None
+) -> list[int]:
+    """Run harbor jobs side by side; returns their exit codes. `extra_env` reaches Harbor's
+    process (a task's `[verifier].env` reads `${PACKAGER_JUDGE_...}` from it).
 
     A job past its deadline is stopped and its containers removed; RunError is raised once
     every job has ended.
     """
     harbor = require_harbor()
-    env = harbor_env()
+    env = {**harbor_env(), **(extra_env or {})}
     procs: list[tuple[HarborJob, subprocess.Popen[bytes], float]] = []
     try:
         for job in jobs:
@@ -297,6 +301,7 @@ def trial_run(kind: Kind, trial: Trial) -> RunResult:
         reward=reward,
         grade_status=str(report.get("status", "graded")),
         reason=report.get("reason"),
+        judge=judge_record(report.get("judge"), trial.path / "verifier" / "judge"),
         **_apply_logs(trial.path, report),
         **common,
     )
@@ -424,6 +429,7 @@ def verify_task_harbor(
     durations: dict[str, float] | None = None,
     extra_logs: dict[str, str] | None = None,
     timeout_sec: float | None = None,
+    judge_env: Mapping[str, str] | None = None,
 ) -> TaskResult:
     """Oracle `oracle_runs` times (one job, `-k`) and nop once (a second job, run alongside)
     through the real `harbor run`; the TaskResult is decided as for the local engine.
@@ -450,7 +456,11 @@ def verify_task_harbor(
         cleanup_labels=labels,
         timeout_sec=timeout_sec or job_timeout(spec, 1, 1),
     )
-    codes = run_jobs([oracle_job, nop_job], label=f"{spec.provenance.dataset}/{slug}")
+    codes = run_jobs(
+        [oracle_job, nop_job],
+        label=f"{spec.provenance.dataset}/{slug}",
+        extra_env=dict(judge_grader_env(judge_env)) if spec.grading.rule == "judge" else None,
+    )
     oracle = [trial_run("oracle", t) for t in read_trials(oracle_job.job_dir)][:oracle_runs]
     while len(oracle) < oracle_runs:
         oracle.append(_missing_run("oracle", oracle_job, codes[0]))

@@ -6,7 +6,7 @@ validated; nothing here does I/O or knows a dataset's column names.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -205,6 +205,9 @@ class RunResult(Frozen):
     apply_log: str | None = None
     """Oracle runs whose gold patch did not apply: the log saying why (solve.sh or grader)."""
     apply_excerpt: str | None = None
+    judge: dict[str, Any] | None = None
+    """A browser judge's run: per workflow its outcome, reason, model calls, tokens, seconds
+    and screenshot; and the totals."""
 
 
 class TaskResult(Frozen):

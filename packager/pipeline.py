@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -472,6 +472,12 @@ def build_task(
         outcome["agent_log"] = str(agent.log_path)
     else:
         outcome["agent_built"] = False
+    if spec.grading.rule == "judge" and (
+        rebuild or not build.image_exists(client, task.grader_image)
+    ):
+        from packager.judge.image import ensure_judge_image
+
+        ensure_judge_image(client, logs)
     grader = build.build_image(
         client,
         task=label,
@@ -501,12 +507,14 @@ def verify_task(
     durations: dict[str, float] | None = None,
     extra_logs: dict[str, str] | None = None,
     memory_mb: int | None = None,
+    judge_env: Mapping[str, str] | None = None,
 ) -> TaskResult:
     """Run the oracle `oracle_runs` times and the nop once; return the TaskResult.
 
     The first run that hits an infrastructure fault ends the task's runs (its status is
     `infra_error` whatever the other runs would say).
     """
+    from packager.judge.endpoint import judge_grader_env
     from packager.targets.harbor import collect_command
     from packager.verify import RunPlan, make_result, run_once
 
@@ -526,6 +534,8 @@ def verify_task(
         agent_timeout_sec=spec.agent_timeout_sec,
         network=spec.environment.network,
         memory_mb=memory_mb,
+        grader_env=judge_grader_env(judge_env) if spec.grading.rule == "judge" else (),
+        grader_network=spec.grading.rule == "judge",
     )
     oracle: list[RunResult] = []
     nop: RunResult | None = None
@@ -561,8 +571,12 @@ def package_one(
     client: DockerClient,
     memory_mb: int | None = None,
     engine: str = "local",
+    judge_env: Mapping[str, str] | None = None,
 ) -> TaskResult:
     """Build and (optionally) verify one task; every failure becomes this task's result.
+
+    `judge_env` names a browser judge's model endpoint (PACKAGER_JUDGE_*): without it a
+    judge task stops at `needs_judge` after its app check.
 
     Only an interruption (Ctrl-C: `build.Cancelled`) escapes: an interrupted task has no result.
     """
@@ -672,12 +686,18 @@ def package_one(
             logs["app_check"] = str(paths.log_dir(slug) / "app-check.log")
             return finish("infra_error", f"the app does not answer HTTP: {exc.reason}")
         logs["app_check"] = str(paths.log_dir(slug) / "app-check.log")
-        return finish(
-            "needs_judge",
-            f"the app starts and answers HTTP on port {g.app_port} ({g.app_start_how}: "
-            f"{g.app_start}); graded by browser workflows judged by a model, a verifier not "
-            "implemented yet, so oracle and nop are not run",
-        )
+        from packager.judge.endpoint import missing_judge_env
+
+        missing = missing_judge_env(judge_env)
+        if verify and missing:
+            return finish(
+                "needs_judge",
+                f"the app starts and answers HTTP on port {g.app_port} ({g.app_start_how}: "
+                f"{g.app_start}); its workflows are judged by a model in a browser: set "
+                f"{' and '.join(missing)} (the model's OpenAI-compatible endpoint and name; "
+                "PACKAGER_JUDGE_API_KEY if it needs a key), or pass --judge replay for the "
+                "recorded turns of a sample",
+            )
     if not verify:
         return finish("built")
     check_cancelled()
@@ -692,6 +712,7 @@ def package_one(
                 oracle_runs=oracle_runs,
                 durations=durations,
                 extra_logs=logs,
+                judge_env=judge_env,
             )
         else:
             verified = verify_task(
@@ -703,6 +724,7 @@ def package_one(
                 durations=durations,
                 extra_logs=logs,
                 memory_mb=memory_mb,
+                judge_env=judge_env,
             )
         return verified.model_copy(update={"image_ids": image_ids})
     except Cancelled:

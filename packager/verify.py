@@ -6,9 +6,10 @@ grader container → /tests/test.sh → reward.json. Containers are always remov
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from packager.build import (
     DockerClient,
     check_cancelled,
+    extract_tree,
     is_connection_error,
     labels_for,
     make_tar,
@@ -43,7 +45,14 @@ class RunPlan:
     network: bool = False
     memory_mb: int | None = None
     """Memory limit of every run container (no swap beyond it); None = the engine's default."""
+    grader_env: tuple[tuple[str, str], ...] = ()
+    """Extra environment of the grader container (a browser judge's model endpoint)."""
+    grader_network: bool = False
+    """Whether the grader container has a network (a browser judge reaches its model)."""
 
+
+HOST_ALIAS = "host.docker.internal"
+"""How a container with a network reaches the host (a model endpoint, the replay server)."""
 
 EXCERPT_CHARS = 400
 RUN_FILES = (
@@ -85,10 +94,15 @@ def _container(
     workdir: str,
     network: bool,
     memory_mb: int | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Any]:
     check_cancelled()
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
-    kwargs: dict[str, Any] = {} if network else {"network_mode": "none"}
+    kwargs: dict[str, Any] = (
+        {"extra_hosts": {HOST_ALIAS: "host-gateway"}} if network else {"network_mode": "none"}
+    )
+    if env:
+        kwargs["environment"] = dict(env)
     if memory_mb is not None:
         kwargs["mem_limit"] = f"{memory_mb}m"
         kwargs["memswap_limit"] = f"{memory_mb}m"
@@ -185,8 +199,9 @@ def run_grader_phase(
         f"grader-{kind}",
         ["bash", "/tests/test.sh"],
         plan.workdir,
-        False,
+        plan.grader_network,
         plan.memory_mb,
+        dict(plan.grader_env),
     ) as box:
         box.put_archive("/", make_tar({"logs/artifacts/model.patch": patch}))
         box.start()
@@ -221,6 +236,7 @@ def run_grader_phase(
             if data is not None:
                 (log_dir / name).write_bytes(data)
                 files[name] = data
+        extract_tree(archive, "verifier/judge/", log_dir / "judge")
     reward = json.loads(files["reward.json"]) if "reward.json" in files else None
     report = json.loads(files["report.json"]) if "report.json" in files else {}
     if not isinstance(reward, dict) or "reward" not in reward:
@@ -245,6 +261,7 @@ def run_once(
     log_dir.mkdir(parents=True, exist_ok=True)
     for stale in RUN_FILES:
         (log_dir / stale).unlink(missing_ok=True)
+    shutil.rmtree(log_dir / "judge", ignore_errors=True)
     started = time.monotonic()
     agent: AgentOutcome | None = None
     try:
@@ -288,7 +305,29 @@ def run_once(
         log_dir=str(log_dir),
         apply_log=apply_log,
         apply_excerpt=apply_excerpt,
+        judge=judge_record(report.get("judge"), log_dir / "judge"),
     )
+
+
+def judge_record(judge: Any, root: Path) -> dict[str, Any] | None:
+    """The report's judge section with paths on this machine (`root` holds the workflows'
+    folders: screenshots, agent and app logs).
+    """
+    if not isinstance(judge, dict):
+        return None
+    record = dict(judge)
+    workflows = []
+    for item in judge.get("workflows") or []:
+        if not isinstance(item, dict):
+            continue
+        item = dict(item)
+        local = root / Path(str(item.get("log_dir", ""))).name
+        item["log_dir"] = str(local)
+        if item.get("screenshot"):
+            item["screenshot"] = str(local / "screenshot.png")
+        workflows.append(item)
+    record["workflows"] = workflows
+    return record
 
 
 def failed_tests_reason(report: dict[str, Any]) -> str | None:
@@ -329,8 +368,9 @@ def decide_status(
 ) -> tuple[Status, str | None]:
     """The task status from its runs (see DESIGN §7)."""
     runs = [*oracle, *([nop] if nop else [])]
-    if any(r.grade_status == "needs_judge" for r in runs):
-        return "needs_judge", "graded by a browser judge, which this version does not run yet"
+    judged = next((r for r in runs if r.grade_status == "needs_judge"), None)
+    if judged is not None:
+        return "needs_judge", judged.reason
     broken = [r for r in runs if r.reward is None or r.grade_status == "infra_error"]
     if broken:
         return "infra_error", f"{broken[0].kind} run: {broken[0].reason}"
@@ -348,6 +388,10 @@ def decide_status(
         return "nop_solved", "the untouched repository already scores 1.0"
     if expected_nop is not None and abs(nop.reward - expected_nop) > 1e-6:
         return "nop_mismatch", f"nop reward {nop.reward} != the row's base reward {expected_nop}"
+    if nop.judge is not None and nop.subscores.get("target") == 1.0:
+        # A browser-judged task must fail its target workflow on the untouched app (the bug is
+        # there); a nop that fails only the preservation workflow proves nothing about the fix.
+        return "nop_mismatch", "the untouched app passes the target workflow (it fails another)"
     return "verified", None
 
 

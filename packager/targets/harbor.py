@@ -21,13 +21,29 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
+import yaml
 
 from packager import naming
+from packager.judge.endpoint import HOST_ALIAS, JUDGE_ENV
+from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.model import TaskSpec
 from packager.render import FileTree, OutFile, render_template, text_file
 
+JUDGE_START_TIMEOUT = 120
+"""Seconds a web app gets to answer HTTP after its start command (a judge task)."""
+JUDGE_MAX_STEPS = 25
+"""The browser agent's step budget per workflow."""
+
 GRADING_DIR = Path(__file__).resolve().parent.parent / "grading"
-GRADING_FILES = ("__init__.py", "grade.py", "parsers.py", "patching.py", "rules.py")
+GRADING_FILES = (
+    "__init__.py",
+    "browser_agent.py",
+    "grade.py",
+    "judge.py",
+    "parsers.py",
+    "patching.py",
+    "rules.py",
+)
 SNAPSHOT_FILE = "repo.tar"
 DEFAULT_BUILD_TIMEOUT = 1800.0
 TASK_ORG = "packager"
@@ -56,6 +72,9 @@ def compose_override(spec: TaskSpec, role: str, *, network: bool) -> str:
     ]
     if not network:
         lines.append("    network_mode: none")
+    elif role == "harbor-grader":
+        # A browser judge reaches a model endpoint on the host by this name (docs/sweeper.md).
+        lines += ["    extra_hosts:", f'      - "{HOST_ALIAS}:host-gateway"']
     return "\n".join(lines) + "\n"
 
 
@@ -208,11 +227,20 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
             "criteria": [{"name": c.name, "weight": c.weight} for c in g.criteria],
         }
     if g.rule == "judge":
+        # The tests as JSON too: the runtime is standard library only (no YAML).
+        tests = [
+            {k: t[k] for k in ("id", "category", "purpose", "steps")}
+            for t in yaml.safe_load(g.workflows or "")["tests"]
+        ]
         plan["judge"] = {
             "workflows": "payload/workflows.yaml",
+            "tests": tests,
             "start_command": g.app_start,
             "port": g.app_port,
             "start_detected_from": g.app_start_how,
+            "start_timeout_sec": JUDGE_START_TIMEOUT,
+            "workflow_timeout_sec": g.timeout_sec // max(1, len(tests)),
+            "max_steps": JUDGE_MAX_STEPS,
         }
     return plan
 
@@ -279,6 +307,9 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
             "collect": [{"command": collect_command(spec), "timeout_sec": 120.0}],
         },
     }
+    if spec.grading.rule == "judge":
+        # The judge's model endpoint, read from the environment of `harbor run` (docs/sweeper.md).
+        config["verifier"]["env"] = {name: f"${{{name}:-}}" for name in JUDGE_ENV}
     return tomli_w.dumps(config).encode()
 
 
@@ -329,13 +360,18 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
                 instance_id=spec.task_id,
                 agent_image=agent_image,
                 grader_roots=sorted({p.split("/")[0] for p in spec.grading.grader_files}),
+                judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
+                judge_venv=JUDGE_VENV,
             )
         ),
         "test.sh": OutFile(
             render_template("harbor/tests/test.sh.jinja", instance_id=spec.task_id), 0o755
         ),
-        # Harbor's grader container (its directory is tests/): offline, as in the local engine.
-        "docker-compose.yaml": text_file(compose_override(spec, "harbor-grader", network=False)),
+        # Harbor's grader container (its directory is tests/): offline, as in the local engine,
+        # except a browser judge's, which reaches its model endpoint.
+        "docker-compose.yaml": text_file(
+            compose_override(spec, "harbor-grader", network=spec.grading.rule == "judge")
+        ),
         **payload,
     }
     grader_image = naming.make_image_tag(p.dataset, p.slug, "grader", tree_digest(tests))

@@ -95,7 +95,9 @@ class Task:
         path.write_text(json.dumps(plan, indent=2))
         return path
 
-    def grade(self, patch: str | None, **overrides: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def grade(
+        self, patch: str | None, proc_env: dict[str, str] | None = None, **overrides: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         plan = self.plan(**overrides)
         patch_file = self.root / "model.patch"
         if patch is None:
@@ -104,7 +106,7 @@ class Task:
             patch_file.write_text(patch)
         cmd = [sys.executable, str(GRADE_PY), str(plan)]
         cmd += ["--out", str(self.out), "--patch", str(patch_file)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=proc_env)
         assert proc.returncode == 0, proc.stderr
         reward = json.loads((self.out / "reward.json").read_text())
         report = json.loads((self.out / "report.json").read_text())
@@ -370,7 +372,13 @@ def test_script_without_reward_is_infra_error(task: Task) -> None:
 
 
 def test_judge_rule_needs_judge(task: Task) -> None:
-    reward, report = task.grade("", rule="judge")
+    tests = [
+        {"id": "new-thing", "category": "target", "purpose": "p", "steps": ["s"]},
+        {"id": "old-thing", "category": "preservation", "purpose": "p", "steps": ["s"]},
+    ]
+    plan_judge = {"tests": tests, "start_command": "python3 -m http.server $PORT", "port": 8000}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PACKAGER_JUDGE_")}
+    reward, report = task.grade("", rule="judge", judge=plan_judge, proc_env=env)
     assert reward == {"reward": 0.0}
     assert report["status"] == "needs_judge"
 

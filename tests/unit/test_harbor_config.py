@@ -124,7 +124,12 @@ def test_agent_and_grader_containers_have_no_network(rendered: Path) -> None:
         for folder, role in (("environment", "harbor-agent"), ("tests", "harbor-grader")):
             compose = yaml.safe_load((task / folder / "docker-compose.yaml").read_text())
             main = compose["services"]["main"]
-            assert main["network_mode"] == "none", (task.name, folder)
+            if task.name == "samples__todo-web-5" and folder == "tests":
+                # A browser judge's grader reaches its model endpoint (on the host, by name).
+                assert "network_mode" not in main
+                assert main["extra_hosts"] == ["host.docker.internal:host-gateway"]
+            else:
+                assert main["network_mode"] == "none", (task.name, folder)
             assert main["labels"]["packager.tool"] == "packager"
             assert main["labels"]["packager.role"] == role
             assert main["labels"]["packager.task"] == f"samples/{task.name}"

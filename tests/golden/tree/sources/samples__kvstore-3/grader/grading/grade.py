@@ -31,10 +31,11 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import parsers, patching, rules
+    from . import judge, parsers, patching, rules
 elif __package__:
-    from . import parsers, patching, rules
+    from . import judge, parsers, patching, rules
 else:  # run as a script: sys.path[0] is this directory
+    import judge
     import parsers
     import patching
     import rules
@@ -777,7 +778,16 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     _protect_and_add_tests(plan, plan_dir, repo, touched, report)
 
     if rule == "judge":
-        raise Stop("needs_judge", "the judge rule is not implemented yet")
+        try:
+            reward, subscores = judge.judge_rule(
+                plan, plan_dir, repo, out_dir, report, sweep_descendants
+            )
+        except judge.Halt as halt:
+            raise Stop(halt.status, halt.reason) from None
+        report.update(status="graded", reason=None, reward=reward, subscores=subscores)
+        if reward < 1.0:
+            report["reason"] = "workflows failed: " + ", ".join(report.get("failed_workflows", []))
+        return
     tests: Dict[str, str] = {}
     if rule != "script" or plan.get("test_command"):
         tests = _run_tests(plan, repo, out_dir, timeout, report)
