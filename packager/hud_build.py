@@ -128,6 +128,10 @@ def build_hud_image(
         raise BuildError(
             task, tag, f"agent image {agent_image!r} is missing: run `packager package` first", None
         )
+    from packager.judge.image import ensure_judge_image, judge_image_tag
+
+    if f"--from={judge_image_tag()} " in dockerfile.read_text(encoding="utf-8"):
+        ensure_judge_image(client, log_path.parent)  # a browser-judged task copies its venv
     settings = pip_config() if ca_bundle is None or index_url is None else {}
     ca = ca_bundle if ca_bundle is not None else host_ca_bundle(settings)
     url = index_url if index_url is not None else host_index_url(settings)

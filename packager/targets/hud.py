@@ -17,6 +17,7 @@ from typing import Any
 
 import tomli_w
 
+from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.model import TaskSpec
 from packager.naming import make_hud_env_name
 from packager.render import FileTree, OutFile, render_template, text_file
@@ -113,6 +114,8 @@ def make_hud_files(
             build_ca=BUILD_CA_NAME,
             # A one-character class: COPY accepts a glob matching nothing, so the file is optional.
             build_ca_glob=f"{BUILD_CA_NAME[:-1]}[{BUILD_CA_NAME[-1]}]",
+            judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
+            judge_venv=JUDGE_VENV,
         )
     )
     files["pyproject.toml"] = OutFile(tomli_w.dumps(_pyproject(env_name)).encode())

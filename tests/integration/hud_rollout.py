@@ -119,6 +119,8 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
     run_args: list[str] = []
     for label in labels:
         run_args += ["--label", label]
+    for host in args.add_host:
+        run_args += ["--add-host", host]
     env_vars = dict(item.split("=", 1) for item in args.env)
     runtime = DockerRuntime(args.image, run_args=run_args, env_vars=env_vars)
     patch = Path(args.patch).read_text(encoding="utf-8") if args.patch else None
@@ -161,6 +163,7 @@ def main() -> None:
     parser.add_argument("--probe", action="store_true", help="try to read the grader payload")
     parser.add_argument("--label", action="append", default=[], help="docker run label k=v")
     parser.add_argument("--env", action="append", default=[], help="container env K=V")
+    parser.add_argument("--add-host", action="append", default=[], help="docker run host:ip")
     parser.add_argument(
         "--timeout", type=float, help="rollout cap, s (above the row's agent timeout)"
     )

@@ -221,3 +221,47 @@ def test_hud_image_rollouts_match_local_engine(
     assert _left_behind(docker_client) == [], "containers left behind"
     leaked = {v.name for v in docker_client.volumes.list()} - volumes_before
     assert not [v for v in leaked if v.startswith("hud-runtime-sessions-")], leaked
+
+
+def test_hud_rollouts_of_the_browser_judged_sample(
+    paths: OutputPaths, docker_client: Any, hud_python: Path
+) -> None:
+    """The SWEeper sample under HUD's runtime: the same judge (Chromium, browser-use) runs in
+    the HUD container, its model the replay server on this host (by the host-gateway name)."""
+    from packager.hud_build import build_hud_image, hud_image_tag
+    from packager.judge.endpoint import REPLAY_DIR, REPLAY_MODEL
+    from packager.judge.replay import ReplayScript, ReplayServer
+
+    task = "samples__todo-web-5"
+    proc = run_cli("build", task, "--out", str(paths.root))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    images = json.loads(paths.result_file(task).read_text())["images"]
+    source = paths.source_dir(task)
+    tag = hud_image_tag(source, "samples")
+    build_hud_image(docker_client, source, images["agent"], tag, paths.log_dir(task) / "hud.log")
+    gold_patch = str(paths.task_dir(task) / "solution" / "gold.patch")
+    with ReplayServer(ReplayScript.load(REPLAY_DIR / f"{task}.yaml"), host="0.0.0.0") as server:
+        judge = [
+            "--add-host",
+            "host.docker.internal:host-gateway",
+            "--env",
+            f"PACKAGER_JUDGE_BASE_URL=http://host.docker.internal:{server.port}/v1",
+            "--env",
+            f"PACKAGER_JUDGE_MODEL={REPLAY_MODEL}",
+        ]
+        with ThreadPoolExecutor(2) as pool:
+            nop_run = pool.submit(_rollout, hud_python, paths, task, tag, "nop", *judge)
+            gold_run = pool.submit(
+                _rollout, hud_python, paths, task, tag, "gold", "--patch", gold_patch, *judge
+            )
+            nop, gold = nop_run.result(), gold_run.result()
+    for run in (nop, gold):
+        assert run["status"] == "completed" and run["errors"] == [], run
+        assert run["info"]["status"] == "graded", run["content"]
+    scores = {s["name"]: s["value"] for s in gold["subscores"] or []}
+    assert gold["reward"] == pytest.approx(1.0)
+    assert scores == {"target": 1.0, "preservation": 1.0}
+    scores = {s["name"]: s["value"] for s in nop["subscores"] or []}
+    assert nop["reward"] == pytest.approx(0.0)
+    assert scores == {"target": 0.0, "preservation": 1.0}
+    assert _left_behind(docker_client) == [], "containers left behind"
