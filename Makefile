@@ -63,6 +63,7 @@ bench: install docker harbor
 	$(BIN)/python benchmarks/render.py
 	$(BIN)/python benchmarks/verify.py
 	$(BIN)/python benchmarks/engines.py
+	$(BIN)/python benchmarks/judge.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache
