@@ -33,7 +33,7 @@ install: $(BIN)/.installed
 docker:
 	@bash scripts/ensure-docker.sh
 
-package: install docker
+package: install docker $(if $(findstring harbor,$(ARGS)),harbor)
 	@if [ -z "$(TASK)" ]; then echo "usage: make package TASK=<instance_id> [DATASET=...]"; \
 	  $(BIN)/packager list --dataset $(DATASET); exit 2; fi
 	$(BIN)/packager package $(TASK) --dataset $(DATASET) --out $(OUT) $(if $(JUDGE),--judge $(JUDGE)) $(ARGS)
