@@ -10,7 +10,7 @@ ARGS ?=
 JUDGE ?=
 HARBOR_PYTHON ?= $(shell ls -d "$$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python 2>/dev/null | tail -n 1)
 
-.PHONY: install docker package test check lint typecheck golden harbor hud bench clean help
+.PHONY: install docker registry package test check lint typecheck golden harbor hud bench clean help
 
 help:
 	@echo "make package TASK=<instance_id>   render, build and verify one task (samples by default)"
@@ -44,7 +44,10 @@ harbor:
 hud:
 	@bash scripts/ensure-hud.sh
 
-test: install docker harbor hud
+registry:
+	@bash scripts/ensure-registry.sh
+
+test: install docker harbor hud registry
 	$(BIN)/python -m pytest $(ARGS)
 
 lint: install

@@ -105,6 +105,22 @@ HistoryOpt = Annotated[
         "(one commit holding the base tree; for mirrors that lack history objects).",
     ),
 ]
+FilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--filter",
+        help="Only rows whose id matches this glob (repeatable; any match counts), e.g. "
+        "'django__*'.",
+    ),
+]
+RepoFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option("--repo", help="Only rows of this repository, owner/name or a glob (repeatable)."),
+]
+LanguageOpt = Annotated[
+    list[str] | None,
+    typer.Option("--language", help="Only rows in this language, e.g. python (repeatable)."),
+]
 TasksArg = Annotated[list[str] | None, typer.Argument(help="Instance ids to work on.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Work on every row of the dataset.")]
 
@@ -133,6 +149,9 @@ ROW_ARGS = (
     "prompt",
     "grader_entry",
     "history",
+    "id_filter",
+    "repo_filter",
+    "language",
 )
 """The options every row-reading command takes, passed on to `_selection` by name."""
 
@@ -156,6 +175,9 @@ def _selection(
     prompt: str = "scoped",
     grader_entry: str | None = None,
     history: str = "full",
+    id_filter: list[str] | None = None,
+    repo_filter: list[str] | None = None,
+    language: list[str] | None = None,
 ) -> Selection:
     from packager.pipeline import Selection
     from packager.recipes import Recipes, parse_base_image_options, read_recipes
@@ -180,6 +202,9 @@ def _selection(
         prompt=_choice(prompt, "--prompt", ("scoped", "specified")),  # type: ignore[arg-type]
         grader_entry=grader_entry,
         history=_choice(history, "--history", ("full", "base-only")),  # type: ignore[arg-type]
+        id_globs=tuple(id_filter or ()),
+        repo_globs=tuple(repo_filter or ()),
+        languages=tuple(language or ()),
     )
 
 
@@ -221,6 +246,9 @@ def render_command(
     prompt: PromptOpt = "scoped",
     grader_entry: GraderEntryOpt = None,
     history: HistoryOpt = "full",
+    id_filter: FilterOpt = None,
+    repo_filter: RepoFilterOpt = None,
+    language: LanguageOpt = None,
 ) -> None:
     """Write Harbor task folders, HUD environment sources and oracle/nop manifests.
 
@@ -361,7 +389,7 @@ def _build_and_verify(
     engine: str,
 ) -> int:
     """_run_tasks once the tasks are rendered and the judge's endpoint is known."""
-    from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -370,8 +398,9 @@ def _build_and_verify(
     from packager.pipeline import (
         BuildOptions,
         OutputPaths,
+        build_stage,
         cached_result,
-        package_one,
+        run_stage,
         write_report,
         write_result,
     )
@@ -396,59 +425,102 @@ def _build_and_verify(
             todo.append(spec)
             continue
         results.append(cached)
+    if 0 < len(results) <= 20:
+        for cached in results:
+            typer.echo(
+                f"{cached.instance_id}: {cached.status} (cached: same images already verified, "
+                f"{paths.result_file(cached.task)}; --force reruns)"
+            )
+    if results:
+        names = ", ".join(r.instance_id for r in results[:5])
+        more = f" and {len(results) - 5} more" if len(results) > 5 else ""
         typer.echo(
-            f"{cached.instance_id}: {cached.status} (cached: same images already verified, "
-            f"{paths.result_file(spec.provenance.slug)}; --force reruns)"
+            f"cached: {len(results)} of {len(specs)} task(s) already verified with the same "
+            f"images and engine ({names}{more}); --force reruns them"
         )
+    if todo and results:
+        typer.echo(f"to do: {len(todo)} task(s) changed, new or not verified before")
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
     )
-    pool = ThreadPoolExecutor(max_workers=workers)
-    futures: dict[Future[TaskResult], object] = {}
+    # Two bounded pools: builds (and audits) of later tasks overlap the runs of earlier ones.
+    build_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build")
+    run_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run")
+    stage_of: dict[Future[Any], str] = {}
+
+    def record(result: TaskResult) -> None:
+        where = write_result(paths, result)
+        results.append(result)
+        kept = (
+            f" [earlier result kept; this one in {where}]"
+            if where != paths.result_file(result.task)
+            else ""
+        )
+        typer.echo(
+            f"{result.instance_id}: {result.status}"
+            + (f" ({result.reason})" if result.reason else "")
+            + kept
+        )
+
     try:
         with Progress(*columns, console=console, transient=False) as progress:
-            bar = progress.add_task("build + verify" if verify else "build", total=len(todo))
-            futures = {
-                pool.submit(
-                    package_one,
+            build_bar = progress.add_task("build + audit", total=len(todo))
+            run_bar = progress.add_task("verify", total=len(todo)) if verify else None
+            pending: set[Future[Any]] = set()
+            for spec in todo:
+                future = build_pool.submit(
+                    build_stage,
                     spec,
                     paths,
                     sel.merged_repo_sources,
                     build_opts=opts,
                     verify=verify,
-                    oracle_runs=oracle_runs,
                     client=client,
-                    memory_mb=memory_mb,
                     engine=engine,
                     judge_env=judge_env,
-                ): spec
-                for spec in todo
-            }
-            for future in as_completed(futures):
-                result = future.result()
-                assert isinstance(result, TaskResult)
-                where = write_result(paths, result)
-                results.append(result)
-                kept = (
-                    f" [earlier result kept; this one in {where}]"
-                    if where != paths.result_file(result.task)
-                    else ""
                 )
-                typer.echo(
-                    f"{result.instance_id}: {result.status}"
-                    + (f" ({result.reason})" if result.reason else "")
-                    + kept
-                )
-                progress.advance(bar)
+                stage_of[future] = "build"
+                pending.add(future)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    stage = stage_of.pop(future)
+                    outcome = future.result()
+                    if stage == "run":
+                        assert run_bar is not None and isinstance(outcome, TaskResult)
+                        progress.advance(run_bar)
+                        record(outcome)
+                        continue
+                    progress.advance(build_bar)
+                    if isinstance(outcome, TaskResult):
+                        record(outcome)  # ended at build: nothing to run
+                        if run_bar is not None:
+                            progress.advance(run_bar)
+                    elif not verify:
+                        record(outcome.finish("built"))
+                    else:
+                        run = run_pool.submit(
+                            run_stage,
+                            outcome,
+                            paths,
+                            oracle_runs=oracle_runs,
+                            client=client,
+                            memory_mb=memory_mb,
+                            engine=engine,
+                            judge_env=judge_env,
+                        )
+                        stage_of[run] = "run"
+                        pending.add(run)
     except KeyboardInterrupt:
         build.CANCEL.set()
-        pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (build_pool, run_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
         removed = build.remove_run_containers(client)
         # Workers stop at their next container or build; wait for them, then sweep again.
-        for future in futures:
+        for future in list(stage_of):
             try:
                 future.exception(timeout=60)
             except BaseException:  # noqa: BLE001 - cancelled, timed out or interrupted again
@@ -456,9 +528,22 @@ def _build_and_verify(
         removed += build.remove_run_containers(client)
         console.print(f"interrupted: removed {removed} container(s); finished results are kept")
         raise typer.Exit(130) from None
-    pool.shutdown(wait=True)
-    report = write_report(paths)
+    for pool in (build_pool, run_pool):
+        pool.shutdown(wait=True)
+    from packager.clean import disk_use
+
+    try:
+        disk: dict[str, int] | None = disk_use(client)
+    except Exception:  # noqa: BLE001 - a figure for the report, never a reason to fail
+        disk = None
+    report = write_report(paths, disk)
     _print_table(sorted(results, key=lambda r: r.instance_id))
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    ran = len(results) - (len(specs) - len(todo))
+    typer.echo(f"summary: {summary} ({len(specs) - len(todo)} cached, {ran} built or run now)")
     typer.echo(f"results: {paths.base / 'results'}  report: {report}")
     good = {"verified"} if verify else {"built", "verified"}
     return 0 if all(r.status in good for r in results) else 1
@@ -491,6 +576,9 @@ def build_command(
     prompt: PromptOpt = "scoped",
     grader_entry: GraderEntryOpt = None,
     history: HistoryOpt = "full",
+    id_filter: FilterOpt = None,
+    repo_filter: RepoFilterOpt = None,
+    language: LanguageOpt = None,
     workers: WorkersOpt = 1,
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
@@ -529,6 +617,9 @@ def package_command(
     prompt: PromptOpt = "scoped",
     grader_entry: GraderEntryOpt = None,
     history: HistoryOpt = "full",
+    id_filter: FilterOpt = None,
+    repo_filter: RepoFilterOpt = None,
+    language: LanguageOpt = None,
     workers: WorkersOpt = 1,
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
@@ -579,6 +670,9 @@ def verify_command(
     prompt: PromptOpt = "scoped",
     grader_entry: GraderEntryOpt = None,
     history: HistoryOpt = "full",
+    id_filter: FilterOpt = None,
+    repo_filter: RepoFilterOpt = None,
+    language: LanguageOpt = None,
     workers: WorkersOpt = 1,
     engine: EngineOpt = "local",
     patch: Annotated[
@@ -687,6 +781,9 @@ def audit_command(
     prompt: PromptOpt = "scoped",
     grader_entry: GraderEntryOpt = None,
     history: HistoryOpt = "full",
+    id_filter: FilterOpt = None,
+    repo_filter: RepoFilterOpt = None,
+    language: LanguageOpt = None,
 ) -> None:
     """Inspect every layer and git object of built agent images for leaks (exit 1 on a leak).
 
@@ -713,6 +810,140 @@ def audit_command(
     except PackagerError as exc:
         _fail(exc)
     raise typer.Exit(1 if leaks else 0)
+
+
+@app.command("publish")
+def publish_command(
+    registry: Annotated[
+        str,
+        typer.Option(
+            "--registry",
+            help="Where the images go: HOST[:PORT]/NAMESPACE (a registry on loopback speaks "
+            "plain HTTP, as Docker allows there).",
+        ),
+    ],
+    tasks: TasksArg = None,
+    all_tasks: AllOpt = False,
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    out: OutOpt = Path("build"),
+    dataset_repo: Annotated[
+        str | None,
+        typer.Option(
+            "--dataset-repo",
+            help="A git repository (path or URL) to commit the release into, in the layout "
+            "`harbor run -d NAME@VERSION --registry-path <clone>/registry.json` resolves; a path "
+            "that does not exist becomes a new bare repository.",
+        ),
+    ] = None,
+    include_unverified: Annotated[
+        bool,
+        typer.Option("--include-unverified", help="Also publish tasks that are not verified."),
+    ] = False,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Dataset name (default: the dataset's).")
+    ] = None,
+    version: Annotated[str, typer.Option("--version", help="Dataset version.")] = "1.0",
+) -> None:
+    """Push verified tasks' images to a registry, write a release copy of their task folders
+    naming the images by digest (with dataset.toml and registry.json), and optionally commit it
+    into a dataset repository. Publishing again with no change pushes nothing and commits
+    nothing.
+    """
+    from packager import build
+    from packager.pipeline import OutputPaths, read_results
+    from packager.publish import Registry, publish
+    from packager.sources import open_dataset
+
+    if not tasks and not all_tasks:
+        raise typer.BadParameter("name TASK ids or pass --all")
+    try:
+        reg = Registry.parse(registry)
+        ds = open_dataset(dataset, split)
+        paths = OutputPaths(out, ds.name)
+        results = read_results(paths)
+        by_id = {r.instance_id: r for r in results} | {r.task: r for r in results}
+        if tasks:
+            missing = [t for t in tasks if t not in by_id]
+            if missing:
+                raise PackagerError(
+                    f"no results for {', '.join(missing)} under {paths.base / 'results'}: "
+                    "run `packager package` first"
+                )
+            chosen = [by_id[t] for t in tasks]
+        else:
+            chosen = results
+        client = build.connect()
+        report = publish(
+            client,
+            paths,
+            chosen,
+            registry=reg,
+            include_unverified=include_unverified,
+            dataset_repo=dataset_repo,
+            name=name,
+            version=version,
+        )
+    except PackagerError as exc:
+        _fail(exc)
+    for task in report.tasks:
+        for image in task.images:
+            state = "pushed" if image.pushed else "unchanged"
+            typer.echo(f"{task.task}: {image.role} {image.reference} ({state})")
+    for task_id, why in report.skipped.items():
+        typer.echo(f"{task_id}: not published ({why})")
+    typer.echo(
+        f"published {len(report.tasks)} task(s): {report.pushed} image(s) pushed, "
+        f"{report.unchanged} unchanged; release: {report.release_dir}"
+    )
+    if report.dataset_repo is not None:
+        change = ", ".join(c[:12] for c in report.commits) or "no change, no commit"
+        typer.echo(f"dataset repository {report.dataset_repo}: {change}")
+    raise typer.Exit(1 if tasks and report.skipped else 0)
+
+
+@app.command("clean")
+def clean_command(
+    keep_newest: Annotated[
+        int,
+        typer.Option(
+            "--keep-newest",
+            min=0,
+            help="Keep the N newest images of each task and role (0: remove them all).",
+        ),
+    ] = 0,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Only images and containers of tasks matching this glob "
+            "(the label packager.task, e.g. 'samples/*').",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")
+    ] = False,
+) -> None:
+    """Remove this tool's containers, images and build cache from the Docker engine (found by
+    the label packager.tool=packager; base images and other images are never touched).
+    """
+    from packager import build
+    from packager.clean import clean, disk_use, human
+
+    client = build.connect()
+    before = disk_use(client)
+    report = clean(client, keep_newest=keep_newest, task_glob=task, dry_run=dry_run, log=typer.echo)
+    verb = "would remove" if dry_run else "removed"
+    typer.echo(
+        f"{verb} {report.containers} container(s), {len(report.images)} image tag(s) "
+        f"({human(report.reclaimed_bytes)}), {report.build_cache} dangling build layer(s); "
+        f"kept {len(report.kept)}"
+    )
+    after = before if dry_run else disk_use(client)
+    typer.echo(
+        f"packager images on this engine: {after['images']}, {human(after['size_bytes'])} "
+        f"({human(after['unique_bytes'])} not shared)"
+    )
 
 
 @app.command("report")

@@ -4,15 +4,16 @@ and verify. Errors of one task are caught here, per task, into that task's resul
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from packager.adapters import Context, Prebuilt, Prompt, row_id, to_spec
-from packager.errors import RepoSourceError, RowError, UnknownTasksError
+from packager.errors import PackagerError, RepoSourceError, RowError, UnknownTasksError
 from packager.model import Environment, Grading, TaskSpec
 from packager.recipes import Recipes
 from packager.sources import DatasetSource, iter_rows
@@ -40,6 +41,22 @@ class Selection:
     prompt: Prompt = "scoped"
     grader_entry: str | None = None
     history: Literal["full", "base-only"] = "full"
+    id_globs: tuple[str, ...] = ()
+    """Only rows whose id matches one of these globs (`--filter`)."""
+    repo_globs: tuple[str, ...] = ()
+    """Only rows of a repository matching one of these (`--repo`; owner/name or a glob)."""
+    languages: tuple[str, ...] = ()
+    """Only rows in one of these languages (`--language`)."""
+
+    def wants(self, spec: TaskSpec) -> bool:
+        """Whether an adapted row passes the repository and language filters."""
+        if self.repo_globs and not any(
+            fnmatch.fnmatchcase(spec.repo.name.lower(), g.lower()) for g in self.repo_globs
+        ):
+            return False
+        return not self.languages or spec.provenance.language.lower() in {
+            lang.lower() for lang in self.languages
+        }
 
     @property
     def merged_repo_sources(self) -> dict[str, str]:
@@ -114,6 +131,7 @@ def iter_specs(sel: Selection) -> Iterator[TaskSpec]:
     ctx = sel.context()
     wanted = set(sel.task_ids)
     seen: set[str] = set()
+    matched = 0
     for row in iter_rows(sel.dataset):
         instance_id = row_id(row)
         id_field = "case_id" if (sel.schema == "sweeper" or "case_id" in row) else "instance_id"
@@ -122,11 +140,37 @@ def iter_specs(sel: Selection) -> Iterator[TaskSpec]:
         if instance_id in seen:
             raise RowError(instance_id, id_field, "duplicate id in the dataset")
         seen.add(instance_id)
-        if sel.all_tasks or instance_id in wanted:
-            yield to_spec(row, ctx, sel.schema)
+        if not (sel.all_tasks or instance_id in wanted):
+            continue
+        if sel.id_globs and not any(fnmatch.fnmatchcase(instance_id, g) for g in sel.id_globs):
+            continue
+        if sel.schema is not None and sel.all_tasks and _other_schema(row, sel.schema):
+            continue  # --schema with --all: rows of that schema only
+        spec = to_spec(row, ctx, sel.schema)
+        if sel.wants(spec):
+            matched += 1
+            yield spec
+    filters = [*sel.id_globs, *sel.repo_globs, *sel.languages]
+    if sel.all_tasks and not matched and (filters or sel.schema):
+        raise PackagerError(
+            f"no row of {sel.dataset.name} matches the filters "
+            f"({', '.join(filters + ([f'schema {sel.schema}'] if sel.schema else []))})"
+        )
     unknown = wanted - seen
     if unknown:
         raise UnknownTasksError(unknown, sel.dataset.name)
+
+
+def _other_schema(row: Mapping[str, Any], schema: str) -> bool:
+    """Whether detection puts the row under another schema (undetectable rows are read as
+    `schema`, which is what --schema is for).
+    """
+    from packager.adapters import detect_schema
+
+    try:
+        return detect_schema(row) != schema
+    except RowError:
+        return False
 
 
 def resolve_spec(
@@ -560,6 +604,19 @@ def verify_task(
     )
 
 
+@dataclass(frozen=True)
+class Staged:
+    """A task whose images are built and audited, ready for its runs (the run stage)."""
+
+    spec: TaskSpec
+    images: dict[str, str]
+    image_ids: dict[str, str]
+    durations: dict[str, float]
+    logs: dict[str, str]
+    finish: Callable[..., TaskResult]
+    """The task's result with its images, durations and logs: finish(status, reason=None)."""
+
+
 def package_one(
     spec: TaskSpec,
     paths: OutputPaths,
@@ -579,6 +636,47 @@ def package_one(
     judge task stops at `needs_judge` after its app check.
 
     Only an interruption (Ctrl-C: `build.Cancelled`) escapes: an interrupted task has no result.
+    """
+    from packager.model import TaskResult
+
+    staged = build_stage(
+        spec,
+        paths,
+        repo_sources,
+        build_opts=build_opts,
+        verify=verify,
+        client=client,
+        engine=engine,
+        judge_env=judge_env,
+    )
+    if isinstance(staged, TaskResult):
+        return staged
+    if not verify:
+        return staged.finish("built")
+    return run_stage(
+        staged,
+        paths,
+        oracle_runs=oracle_runs,
+        client=client,
+        memory_mb=memory_mb,
+        engine=engine,
+        judge_env=judge_env,
+    )
+
+
+def build_stage(
+    spec: TaskSpec,
+    paths: OutputPaths,
+    repo_sources: dict[str, str],
+    *,
+    build_opts: BuildOptions,
+    verify: bool,
+    client: DockerClient,
+    engine: str = "local",
+    judge_env: Mapping[str, str] | None = None,
+) -> TaskResult | Staged:
+    """Build and audit one task (and prove a web app answers): its final result when it ends
+    here (build_failed, leak, needs_judge, ...), else what its runs need.
     """
     import time
 
@@ -640,6 +738,11 @@ def package_one(
     except Exception:  # noqa: BLE001 - a fake or failing engine: ids are only a cache key
         image_ids = {}
     durations = {"build": round(time.monotonic() - started, 3)}
+    for key in ("agent_build_sec", "grader_build_sec"):  # 0 when the image was already there
+        seconds = built.get(key)
+        durations[key.removesuffix("_sec")] = (
+            float(seconds) if isinstance(seconds, int | float) else 0.0
+        )
     logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
     from packager.audit import AuditError, audit_path, audit_task
 
@@ -698,8 +801,24 @@ def package_one(
                 "PACKAGER_JUDGE_API_KEY if it needs a key), or pass --judge replay for the "
                 "recorded turns of a sample",
             )
-    if not verify:
-        return finish("built")
+    return Staged(spec, images, image_ids, durations, logs, finish)
+
+
+def run_stage(
+    staged: Staged,
+    paths: OutputPaths,
+    *,
+    oracle_runs: int,
+    client: DockerClient,
+    memory_mb: int | None = None,
+    engine: str = "local",
+    judge_env: Mapping[str, str] | None = None,
+) -> TaskResult:
+    """Oracle and nop runs of a built task; every failure becomes its result."""
+    from packager.build import Cancelled, check_cancelled
+    from packager.errors import PackagerError
+
+    spec, finish = staged.spec, staged.finish
     check_cancelled()
     try:
         if engine == "harbor":
@@ -708,10 +827,10 @@ def package_one(
             verified = verify_task_harbor(
                 spec,
                 paths,
-                images=images,
+                images=staged.images,
                 oracle_runs=oracle_runs,
-                durations=durations,
-                extra_logs=logs,
+                durations=staged.durations,
+                extra_logs=staged.logs,
                 judge_env=judge_env,
             )
         else:
@@ -720,13 +839,13 @@ def package_one(
                 spec,
                 paths,
                 oracle_runs=oracle_runs,
-                images=images,
-                durations=durations,
-                extra_logs=logs,
+                images=staged.images,
+                durations=staged.durations,
+                extra_logs=staged.logs,
                 memory_mb=memory_mb,
                 judge_env=judge_env,
             )
-        return verified.model_copy(update={"image_ids": image_ids})
+        return verified.model_copy(update={"image_ids": staged.image_ids})
     except Cancelled:
         raise
     except PackagerError as exc:
@@ -828,11 +947,19 @@ def read_results(paths: OutputPaths) -> list[TaskResult]:
     ]
 
 
-def write_report(paths: OutputPaths) -> Path:
-    """report.md from every result of the dataset."""
+def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path:
+    """report.md from every result of the dataset (and `disk`: the tool's Docker disk use)."""
     from packager.report import make_markdown
     from packager.write import write_text
 
     results = read_results(paths)
-    write_text(paths.report_file, make_markdown(paths.dataset, results))
+    text = make_markdown(paths.dataset, results)
+    if disk is not None:
+        from packager.clean import human
+
+        text += (
+            f"\nDocker disk use of packager images: {disk['images']} images, "
+            f"{human(disk['size_bytes'])} ({human(disk['unique_bytes'])} not shared).\n"
+        )
+    write_text(paths.report_file, text)
     return paths.report_file

@@ -1,0 +1,167 @@
+"""`packager publish` round trip with a real registry and a real dataset repository.
+
+A loopback registry (Debian's docker-registry, started here) and a local bare git repository
+receive two verified samples. Then the local images are deleted, and `harbor run -d
+samples@1.0 --registry-path <fresh clone>/registry.json` runs oracle and nop from the published
+dataset, pulling the images by digest. At the end the images are pulled back under their
+local tags (same ids), so later tests reuse them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager.harbor_engine import run_dataset
+from packager.pipeline import OutputPaths
+from tests.conftest import run_cli
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASKS = ["samples__textkit-1", "samples__kvstore-3"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    binary = shutil.which("docker-registry") or shutil.which("registry")
+    if binary is None:
+        pytest.fail("no registry binary. Fix: `make registry` (Debian: docker-registry)")
+    root = tmp_path_factory.mktemp("registry")
+    port = _free_port()
+    config = root / "config.yml"
+    config.write_text(
+        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+        f"    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n"
+    )
+    log = (root / "registry.log").open("wb")
+    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
+    try:
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail(f"the registry did not start: {(root / 'registry.log').read_text()}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _catalog(host: str) -> list[str]:
+    with urllib.request.urlopen(f"http://{host}/v2/_catalog", timeout=10) as response:
+        repos: list[str] = json.load(response)["repositories"]
+    return repos
+
+
+def _commits(repo: Path) -> int:
+    out = subprocess.run(
+        ["git", "-C", str(repo), "rev-list", "--all", "--count"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip())
+
+
+def test_publish_round_trip(
+    registry: str, tmp_path: Path, docker_client: Any, harbor_python: Path
+) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("package", *TASKS, "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {
+        t: json.loads((out / "samples" / "results" / f"{t}.json").read_text()) for t in TASKS
+    }
+    dataset_repo = tmp_path / "dataset.git"
+    target = f"{registry}/release-test"
+
+    # First publish: every image pushed, two commits (tasks, then registry.json).
+    proc = run_cli(
+        "publish", "--all", "--out", str(out), "--registry", target,
+        "--dataset-repo", str(dataset_repo),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 image(s) pushed, 0 unchanged" in proc.stdout, proc.stdout
+    # The SWEeper sample has no result in this folder: it is simply not there to publish.
+    assert sorted(_catalog(registry)) == [f"release-test/samples.{t}" for t in sorted(TASKS)]
+    assert _commits(dataset_repo) == 2
+    release = out / "samples" / "release"
+    references: dict[str, dict[str, str]] = {}
+    for task in TASKS:
+        text = (release / "tasks" / task / "task.toml").read_text()
+        refs = [line.split('"')[1] for line in text.splitlines() if "docker_image" in line]
+        assert len(refs) == 2 and all(f"{target}/" in r and "@sha256:" in r for r in refs)
+        references[task] = {"agent": refs[0], "grader": refs[1]}
+        assert not (release / "tasks" / task / "environment" / "repo.tar").exists()
+    lint = subprocess.run(
+        [str(harbor_python.parent / "harbor"), "lint", "--select", "unpinned-image"]
+        + [str(release / "tasks" / t) for t in TASKS],
+        capture_output=True,
+        text=True,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+    # Second publish, nothing changed: nothing pushed, no commit.
+    proc = run_cli(
+        "publish", "--all", "--out", str(out), "--registry", target,
+        "--dataset-repo", str(dataset_repo),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 image(s) pushed, 4 unchanged" in proc.stdout
+    assert "no change, no commit" in proc.stdout
+    assert _commits(dataset_repo) == 2
+
+    # Delete the local images (every tag, the registry's too), then run from a fresh clone.
+    local = {t: results[t]["images"] for t in TASKS}
+    ids = {t: {r: docker_client.images.get(tag).id for r, tag in local[t].items()} for t in TASKS}
+    try:
+        for task in TASKS:
+            for role in ("grader", "agent"):
+                docker_client.images.remove(ids[task][role], force=True)
+                assert not [i for i in docker_client.images.list() if i.id == ids[task][role]], (
+                    "image still present"
+                )
+        clone = tmp_path / "clone"
+        subprocess.run(
+            ["git", "clone", "-q", dataset_repo.as_uri(), str(clone / "samples")], check=True
+        )
+        paths = OutputPaths(clone, "samples")
+        oracle = run_dataset(paths, "oracle", concurrency=2)
+        nop = run_dataset(paths, "nop", concurrency=2)
+        assert sorted(t.task for t in oracle) == sorted(f"packager/{t}" for t in TASKS)
+        for trial in oracle:
+            assert trial.error is None and trial.rewards and trial.rewards["reward"] == 1.0, trial
+        for trial in nop:
+            assert trial.error is None and trial.rewards is not None, trial
+            assert trial.rewards["reward"] < 1.0, trial
+        # The images Harbor ran are exactly the verified ones (pulled by digest, same ids).
+        for task in TASKS:
+            for role in ("agent", "grader"):
+                assert docker_client.images.get(references[task][role]).id == ids[task][role]
+    finally:
+        for task in TASKS:
+            for role in ("agent", "grader"):
+                pulled = docker_client.images.pull(references[task][role])
+                repo, _, tag = local[task][role].rpartition(":")
+                pulled.tag(repo, tag)
+                assert docker_client.images.get(local[task][role]).id == ids[task][role]
