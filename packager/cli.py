@@ -255,16 +255,17 @@ def render_command(
     Every selected row is validated before anything is written; a bad row exits 2 and
     leaves earlier output untouched.
     """
-    from packager.pipeline import OutputPaths, render_selection
+    from packager.pipeline import render_selection
+
+    def rendered(task_id: str, task_dir: Path) -> None:
+        typer.echo(f"rendered {task_id} -> {task_dir}")
 
     try:
         sel = _selection(**_row_args(locals()))
-        specs = render_selection(sel, out)
+        # Each task is echoed as it is placed; no spec is kept (flat memory over any row count).
+        render_selection(sel, out, rendered, keep_specs=False)
     except PackagerError as exc:
         _fail(exc)
-    paths = OutputPaths(out, sel.dataset.name)
-    for spec in specs:
-        typer.echo(f"rendered {spec.task_id} -> {paths.task_dir(spec.provenance.slug)}")
 
 
 WorkersOpt = Annotated[int, typer.Option("--workers", "-j", min=1, help="Tasks worked on at once.")]
@@ -544,7 +545,7 @@ def _build_and_verify(
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     ran = len(results) - (len(specs) - len(todo))
     typer.echo(f"summary: {summary} ({len(specs) - len(todo)} cached, {ran} built or run now)")
-    typer.echo(f"results: {paths.base / 'results'}  report: {report}")
+    typer.echo(f"results: {paths.base / 'results'}  report: {report} (and report.html)")
     good = {"verified"} if verify else {"built", "verified"}
     return 0 if all(r.status in good for r in results) else 1
 
@@ -952,7 +953,7 @@ def report_command(
     split: SplitOpt = "test",
     out: OutOpt = Path("build"),
 ) -> None:
-    """Summarise the latest results of a dataset (terminal table and report.md)."""
+    """Summarise the latest results of a dataset (terminal table, report.md and report.html)."""
     from packager.pipeline import OutputPaths, read_results, write_report
     from packager.sources import open_dataset
 

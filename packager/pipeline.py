@@ -353,43 +353,59 @@ def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[Grading, Environment]:
 
 
 def render_selection(
-    sel: Selection, out: Path, on_task: Callable[[TaskSpec], None] | None = None
+    sel: Selection,
+    out: Path,
+    on_task: Callable[[str, Path], None] | None = None,
+    *,
+    keep_specs: bool = True,
 ) -> list[TaskSpec]:
-    """Validate every selected row first (nothing is written if one is bad), then write each
-    task's folders atomically. Returns the written specs' ids in order (as specs).
+    """Render every selected row, then put each task's folders in place atomically.
+
+    Rows are streamed once: each is adapted, resolved and rendered into a hidden staging
+    folder, so nothing appears in `out` unless every row is good. Then each task's folders are
+    moved into place in dataset order, and `on_task(instance_id, task_dir)` is called. Returns
+    the written specs in order; with `keep_specs=False` none (memory stays flat over any
+    number of rows).
     """
     from packager.harbor_engine import tree_digest, write_harbor_dataset
-    from packager.targets.harbor import make_harbor_task
+    from packager.targets.harbor import make_harbor_task, task_name
     from packager.targets.hud import make_hud_files
-    from packager.write import write_tree
+    from packager.write import Staging
 
     sources = sel.merged_repo_sources
-    # Pass 1: validate everything and keep nothing (rows are streamed twice).
-    for spec in iter_specs(sel):
-        resolve_spec(spec, sources, sel.mirror_dirs)
-    # Pass 2: render and write.
     written: list[TaskSpec] = []
     paths = OutputPaths(out, sel.dataset.name)
+    staged: list[tuple[str, str]] = []
     digests: dict[Path, str] = {}
-    for spec in iter_specs(sel):
-        resolved = resolve_spec(spec, sources, sel.mirror_dirs)
-        task = make_harbor_task(resolved)
-        slug = resolved.provenance.slug
-        hud = make_hud_files(
-            resolved,
-            dataset=sel.dataset.name,
-            agent_image=task.agent_image,
-            grader_payload=task.grader_payload,
-        )
-        write_tree(paths.task_dir(slug), task.files)
-        digests[paths.task_dir(slug)] = tree_digest(task.files, slug)
-        write_tree(paths.source_dir(slug), hud)
-        write_tree(paths.manifest_dir(slug), task.manifests)
-        written.append(resolved)
-        if on_task is not None:
-            on_task(resolved)
+    names: dict[Path, str] = {}
+    with Staging(paths.base) as staging:
+        for spec in iter_specs(sel):
+            resolved = resolve_spec(spec, sources, sel.mirror_dirs)
+            task = make_harbor_task(resolved)
+            slug = resolved.provenance.slug
+            hud = make_hud_files(
+                resolved,
+                dataset=sel.dataset.name,
+                agent_image=task.agent_image,
+                grader_payload=task.grader_payload,
+            )
+            task_dir = paths.task_dir(slug)
+            staging.write(task_dir, task.files)
+            staging.write(paths.source_dir(slug), hud)
+            staging.write(paths.manifest_dir(slug), task.manifests)
+            digests[task_dir] = tree_digest(task.files, slug)
+            names[task_dir] = task_name(resolved)
+            staged.append((resolved.task_id, slug))
+            if keep_specs:
+                written.append(resolved)
+        for task_id, slug in staged:
+            staging.place(paths.task_dir(slug))
+            staging.place(paths.source_dir(slug))
+            staging.place(paths.manifest_dir(slug))
+            if on_task is not None:
+                on_task(task_id, paths.task_dir(slug))
     # The Harbor dataset manifest covers every task folder of the dataset, not only this run's.
-    write_harbor_dataset(paths, known_digests=digests)
+    write_harbor_dataset(paths, known_digests=digests, known_names=names)
     return written
 
 
@@ -948,8 +964,9 @@ def read_results(paths: OutputPaths) -> list[TaskResult]:
 
 
 def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path:
-    """report.md from every result of the dataset (and `disk`: the tool's Docker disk use)."""
-    from packager.report import make_markdown
+    """report.md and report.html (self-contained: a status chart and seconds per stage per
+    task) from every result of the dataset, with `disk`: the tool's Docker disk use."""
+    from packager.report import make_html, make_markdown
     from packager.write import write_text
 
     results = read_results(paths)
@@ -962,4 +979,5 @@ def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path
             f"{human(disk['size_bytes'])} ({human(disk['unique_bytes'])} not shared).\n"
         )
     write_text(paths.report_file, text)
+    write_text(paths.report_file.with_suffix(".html"), make_html(paths.dataset, results, disk))
     return paths.report_file
