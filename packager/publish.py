@@ -100,7 +100,9 @@ class Registry:
 
     def remote(self, local_tag: str) -> tuple[str, str]:
         """The remote repository and tag for a local `packager/<dataset>.<slug>:<role>-<h>`."""
-        repo, _, tag = local_tag.rpartition(":")
+        repo, tag = local_tag, "latest"
+        if ":" in local_tag.rsplit("/", 1)[-1]:
+            repo, _, tag = local_tag.rpartition(":")
         name = repo.split("/", 1)[1] if repo.startswith("packager/") else repo
         return f"{self.host}/{self.namespace}/{name}", tag
 
@@ -197,12 +199,43 @@ def push_image(
     return f"{repository}@{digest}", True
 
 
-def release_task(task_dir: Path, dest: Path, references: dict[str, str]) -> None:
-    """Copy a task folder without its snapshot, with task.toml naming images by digest."""
+def dockerfile_images(task_dir: Path) -> list[str]:
+    """Every image a FROM line of the task's Dockerfiles names (build stages excluded)."""
+    from packager.build import base_images
+
+    found: list[str] = []
+    for dockerfile in sorted(task_dir.glob("*/Dockerfile")):
+        for image in base_images(dockerfile.read_text(encoding="utf-8")):
+            if image not in found:
+                found.append(image)
+    return found
+
+
+def pin_dockerfile(text: str, pins: dict[str, str]) -> str:
+    """`text` with every FROM of an image in `pins` naming its digest reference instead."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        words = line.split()
+        if len(words) >= 2 and words[0].upper() == "FROM":
+            image = next((w for w in words[1:] if not w.startswith("--")), "")
+            if image in pins:
+                lines[i] = line.replace(image, pins[image], 1)
+    return "".join(lines)
+
+
+def release_task(
+    task_dir: Path, dest: Path, references: dict[str, str], pins: dict[str, str] | None = None
+) -> None:
+    """Copy a task folder without its snapshot: task.toml names the images by digest, and the
+    Dockerfiles' FROM lines too (`pins`: image -> digest reference; the grader's base is the
+    agent image)."""
     from packager.targets.harbor import SNAPSHOT_FILE
 
     ignore = shutil.ignore_patterns(SNAPSHOT_FILE, "__pycache__")
     shutil.copytree(task_dir, dest, ignore=ignore, symlinks=True)
+    for dockerfile in sorted(dest.glob("*/Dockerfile")):
+        text = dockerfile.read_text(encoding="utf-8")
+        dockerfile.write_text(pin_dockerfile(text, pins or {}), encoding="utf-8")
     toml_path = dest / "task.toml"
     config = tomllib.loads(toml_path.read_text(encoding="utf-8"))
     config.setdefault("environment", {})["docker_image"] = references["agent"]
@@ -398,11 +431,22 @@ def publish(
         for result in chosen:
             entry = PublishedTask(result.task, result.status)
             references = {}
+            pins: dict[str, str] = {}
             for role in ("agent", "grader"):
                 reference, pushed = push_image(client, registry, result.images[role], log)
                 references[role] = reference
+                pins[result.images[role]] = reference
                 entry.images.append(PublishedImage(role, result.images[role], reference, pushed))
-            release_task(paths.task_dir(result.task), staging / "tasks" / result.task, references)
+            # Base images (and the judge's) are pushed too, so every FROM in the release is
+            # pinned and a rebuild from it starts from exactly what was verified.
+            for image in dockerfile_images(paths.task_dir(result.task)):
+                if image not in pins and "@sha256:" not in image:
+                    reference, pushed = push_image(client, registry, image, log)
+                    pins[image] = reference
+                    entry.images.append(PublishedImage("base", image, reference, pushed))
+            release_task(
+                paths.task_dir(result.task), staging / "tasks" / result.task, references, pins
+            )
             task_names[result.task] = _task_name(staging / "tasks" / result.task)
             published.append(entry)
         digests = {slug: task_digest(staging / "tasks" / slug) for slug in sorted(task_names)}

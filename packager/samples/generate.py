@@ -8,7 +8,7 @@
 
 Task i has its own base commit: commit i adds `calc/mod_i.py` with a wrong constant. Its gold
 patch corrects that constant, and its test patch adds `tests/test_mod_i.py`: one FAIL_TO_PASS
-test, plus the suite's PASS_TO_PASS test. All tasks share one environment, so their agent images
+test and one PASS_TO_PASS test. All tasks share one environment, so their agent images
 differ only in the repository snapshot.
 
     python -m packager.samples.generate DIR N
@@ -57,8 +57,9 @@ def _module(i: int, value: int) -> str:
 
 def _test(i: int) -> str:
     return (
-        f"from calc.mod_{i} import value_{i}\n\n\ndef test_value_{i}():\n"
-        f"    assert value_{i}() == {i * 7}\n"
+        f"from calc import mod_{i}\nfrom calc.mod_{i} import value_{i}\n\n\n"
+        f"def test_value_{i}():\n    assert value_{i}() == {i * 7}\n\n\n"
+        f"def test_documented_{i}():\n    assert mod_{i}.__doc__\n"
     )
 
 
@@ -109,7 +110,9 @@ def generate(folder: Path, n: int) -> Path:
                     "created_at": "2024-01-01T00:00:00Z",
                     "version": "1.0",
                     "FAIL_TO_PASS": json.dumps([f"tests/test_mod_{i}.py::test_value_{i}"]),
-                    "PASS_TO_PASS": json.dumps(["tests/test_base.py::test_package_imports"]),
+                    # SWE-bench runs only the test patch's files, so the PASS_TO_PASS test
+                    # lives there too (it passes with or without the fix).
+                    "PASS_TO_PASS": json.dumps([f"tests/test_mod_{i}.py::test_documented_{i}"]),
                     "environment_setup_commit": setup,
                 }
             )

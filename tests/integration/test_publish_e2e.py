@@ -1,10 +1,10 @@
 """`packager publish` round trip with a real registry and a real dataset repository.
 
-A loopback registry (Debian's docker-registry, started here) and a local bare git repository
-receive two verified samples. Then the local images are deleted, and `harbor run -d
-samples@1.0 --registry-path <fresh clone>/registry.json` runs oracle and nop from the published
-dataset, pulling the images by digest. At the end the images are pulled back under their
-local tags (same ids), so later tests reuse them.
+Two generated tasks get an environment of their own (so their images are this test's alone,
+and deleting them touches nothing other tests share). A loopback registry (Debian's
+docker-registry, started here) and a local bare git repository receive them. Then the local
+images are deleted, and `harbor run -d rows@1.0 --registry-path <fresh clone>/registry.json`
+runs oracle and nop from the published dataset, pulling the images by digest.
 """
 
 from __future__ import annotations
@@ -15,19 +15,21 @@ import socket
 import subprocess
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from packager.harbor_engine import run_dataset
+from packager.harbor_engine import harbor_env, run_dataset
 from packager.pipeline import OutputPaths
+from packager.samples.generate import generate
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-TASKS = ["samples__textkit-1", "samples__kvstore-3"]
+TASKS = ["gen__calc-0", "gen__calc-1"]
 
 
 def _free_port() -> int:
@@ -86,26 +88,30 @@ def _commits(repo: Path) -> int:
 def test_publish_round_trip(
     registry: str, tmp_path: Path, docker_client: Any, harbor_python: Path
 ) -> None:
+    data = generate(tmp_path / "ds", len(TASKS))
+    recipes = tmp_path / "ds" / "recipes.yaml"
+    recipes.write_text(recipes.read_text() + f"  env_vars:\n    PUBLISH_TEST: {uuid.uuid4().hex}\n")
     out = tmp_path / "out"
-    proc = run_cli("package", *TASKS, "--out", str(out))
+    proc = run_cli("package", "--all", "--dataset", str(data), "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    results = {
-        t: json.loads((out / "samples" / "results" / f"{t}.json").read_text()) for t in TASKS
-    }
+    results = {t: json.loads((out / "rows" / "results" / f"{t}.json").read_text()) for t in TASKS}
     dataset_repo = tmp_path / "dataset.git"
     target = f"{registry}/release-test"
 
     # First publish: every image pushed, two commits (tasks, then registry.json).
     proc = run_cli(
-        "publish", "--all", "--out", str(out), "--registry", target,
+        "publish", "--all", "--dataset", str(data), "--out", str(out), "--registry", target,
         "--dataset-repo", str(dataset_repo),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "4 image(s) pushed, 0 unchanged" in proc.stdout, proc.stdout
-    # The SWEeper sample has no result in this folder: it is simply not there to publish.
-    assert sorted(_catalog(registry)) == [f"release-test/samples.{t}" for t in sorted(TASKS)]
+    # Each task's agent and grader images, and their base image once (the second task finds
+    # it there already).
+    assert "5 image(s) pushed, 1 unchanged" in proc.stdout, proc.stdout
+    assert sorted(_catalog(registry)) == sorted(
+        ["release-test/debian", *(f"release-test/rows.{t}" for t in TASKS)]
+    )
     assert _commits(dataset_repo) == 2
-    release = out / "samples" / "release"
+    release = out / "rows" / "release"
     references: dict[str, dict[str, str]] = {}
     for task in TASKS:
         text = (release / "tasks" / task / "task.toml").read_text()
@@ -118,16 +124,17 @@ def test_publish_round_trip(
         + [str(release / "tasks" / t) for t in TASKS],
         capture_output=True,
         text=True,
+        env=harbor_env(),  # Harbor's Compose plugin
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
     # Second publish, nothing changed: nothing pushed, no commit.
     proc = run_cli(
-        "publish", "--all", "--out", str(out), "--registry", target,
+        "publish", "--all", "--dataset", str(data), "--out", str(out), "--registry", target,
         "--dataset-repo", str(dataset_repo),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "0 image(s) pushed, 4 unchanged" in proc.stdout
+    assert "0 image(s) pushed, 6 unchanged" in proc.stdout
     assert "no change, no commit" in proc.stdout
     assert _commits(dataset_repo) == 2
 
@@ -138,14 +145,12 @@ def test_publish_round_trip(
         for task in TASKS:
             for role in ("grader", "agent"):
                 docker_client.images.remove(ids[task][role], force=True)
-                assert not [i for i in docker_client.images.list() if i.id == ids[task][role]], (
-                    "image still present"
-                )
+                assert ids[task][role] not in {i["Id"] for i in docker_client.api.images()}
         clone = tmp_path / "clone"
         subprocess.run(
-            ["git", "clone", "-q", dataset_repo.as_uri(), str(clone / "samples")], check=True
+            ["git", "clone", "-q", dataset_repo.as_uri(), str(clone / "rows")], check=True
         )
-        paths = OutputPaths(clone, "samples")
+        paths = OutputPaths(clone, "rows")
         oracle = run_dataset(paths, "oracle", concurrency=2)
         nop = run_dataset(paths, "nop", concurrency=2)
         assert sorted(t.task for t in oracle) == sorted(f"packager/{t}" for t in TASKS)
@@ -160,8 +165,9 @@ def test_publish_round_trip(
                 assert docker_client.images.get(references[task][role]).id == ids[task][role]
     finally:
         for task in TASKS:
-            for role in ("agent", "grader"):
-                pulled = docker_client.images.pull(references[task][role])
-                repo, _, tag = local[task][role].rpartition(":")
-                pulled.tag(repo, tag)
-                assert docker_client.images.get(local[task][role]).id == ids[task][role]
+            for role in ("grader", "agent"):
+                for ref in (references[task][role], local[task][role]):
+                    try:
+                        docker_client.images.remove(ref, force=True)
+                    except Exception:  # noqa: BLE001 - already gone
+                        pass

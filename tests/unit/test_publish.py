@@ -29,6 +29,11 @@ def test_registry_parse_and_names() -> None:
         "agent-0123456789ab",
     )
     assert Registry.parse("registry.example.org/x").plain_http is False
+    assert reg.remote("debian:bookworm-slim") == (
+        "127.0.0.1:5000/team/tasks/debian",
+        "bookworm-slim",
+    )
+    assert reg.remote("ubuntu") == ("127.0.0.1:5000/team/tasks/ubuntu", "latest")
     for bad in ("127.0.0.1:5000", "host/UPPER", "/ns", "host:port/ns", ""):
         with pytest.raises(PublishError, match="HOST\\[:PORT\\]/NAMESPACE"):
             Registry.parse(bad)
@@ -38,6 +43,17 @@ def test_manifest_digest_unreachable_registry_is_a_clear_error() -> None:
     reg = Registry.parse("127.0.0.1:9/none")
     with pytest.raises(PublishError, match="does not answer"):
         reg.manifest_digest("127.0.0.1:9/none/x", "tag", timeout=2)
+
+
+def test_pin_dockerfile_pins_only_named_images() -> None:
+    from packager.publish import pin_dockerfile
+
+    text = (
+        "ARG X=1\nFROM --platform=linux/amd64 debian:bookworm-slim AS base\nFROM base\nRUN true\n"
+    )
+    pinned = pin_dockerfile(text, {"debian:bookworm-slim": "h/ns/debian@sha256:" + "3" * 64})
+    assert "FROM --platform=linux/amd64 h/ns/debian@sha256:333" in pinned
+    assert "FROM base\n" in pinned and pinned.endswith("RUN true\n")
 
 
 def test_release_task_pins_images_and_drops_the_snapshot(tmp_path: Path) -> None:
