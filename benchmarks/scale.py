@@ -51,9 +51,8 @@ def main(argv: list[str]) -> int:
         data = generate(Path(tmp) / "ds", n)
         # A fresh environment for this run: its layers cannot come from an earlier run's cache.
         recipes = Path(tmp) / "ds" / "recipes.yaml"
-        recipes.write_text(
-            recipes.read_text() + f"  env_vars:\n    BENCH_RUN: {uuid.uuid4().hex}\n", encoding="utf-8"
-        )
+        unique = f"  env_vars:\n    BENCH_RUN: {uuid.uuid4().hex}\n"
+        recipes.write_text(recipes.read_text() + unique, encoding="utf-8")
         out = Path(tmp) / "out"
         common = ["--all", "--dataset", str(data), "--out", str(out)]
 

@@ -80,6 +80,12 @@ def test_sample_agent_image_is_clean(
     assert written["status"] == "clean" and written["findings"] == []
     assert written["stats"]["layers"] >= 3 and written["stats"]["git_objects"] > 0
     assert written["stats"]["evidence_units"] > 0
+    # `packager build` audited this very image already: the clean verdict is reused ...
+    assert report.stats.get("cached") == 1 and written["cache_key"]
+    # ... but not for other secrets (a changed gold patch is audited afresh).
+    changed = specs[task].model_copy(update={"gold_patch": (specs[task].gold_patch or "") + " "})
+    again = audit_task(docker_client, changed, paths)
+    assert again.clean and "cached" not in again.stats and again.stats["layers"] >= 3
 
 
 # --------------------------------------------------------------------------- leaky variants
