@@ -323,6 +323,69 @@ MemoryOpt = Annotated[
 ]
 
 
+MaxAblationsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-ablations",
+        min=1,
+        help="Quality: at most this many ablated variants of the gold patch per task (hunks "
+        "are grouped per file beyond it, every file covered).",
+    ),
+]
+StrictQualityOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict-quality",
+        help="Exit 1 when a task is flagged by the quality checks (else they only flag).",
+    ),
+]
+
+
+def _quality_one(
+    client: Any,
+    spec: TaskSpec,
+    paths: Any,
+    result: TaskResult,
+    sel: Selection,
+    *,
+    max_ablations: int,
+    memory_mb: int | None,
+    force: bool,
+) -> Any:
+    """The quality report of a verified task: the saved one when images, gold patch and
+    instruction are unchanged (unless `force`), else a new run; written to results/.
+    """
+    from packager.quality import cached_quality, run_quality, write_quality
+
+    report = (
+        None
+        if force
+        else cached_quality(paths, spec, result.image_ids, max_ablations=max_ablations)
+    )
+    if report is None:
+        report = run_quality(
+            client,
+            spec,
+            paths,
+            result.images,
+            result=result,
+            max_ablations=max_ablations,
+            repo_sources=sel.merged_repo_sources,
+            mirror_dirs=sel.mirror_dirs,
+            memory_mb=memory_mb,
+        )
+        write_quality(paths, report)
+    return report
+
+
+def _echo_quality(report: Any) -> None:
+    from packager.quality import summary_line
+
+    typer.echo("quality " + summary_line(report))
+    for reason in report.reasons:
+        typer.echo(f"  - {reason}")
+
+
 def _run_tasks(
     sel: Selection,
     out: Path,
@@ -337,6 +400,9 @@ def _run_tasks(
     memory_mb: int | None = None,
     engine: str = "local",
     judge: str = "env",
+    quality: bool = False,
+    max_ablations: int = 12,
+    strict_quality: bool = False,
 ) -> int:
     """Render, then build (and verify) every selected task; print the table; return exit code.
 
@@ -369,6 +435,9 @@ def _run_tasks(
             pull=pull,
             memory_mb=memory_mb,
             engine=engine,
+            quality=quality,
+            max_ablations=max_ablations,
+            strict_quality=strict_quality,
         )
 
 
@@ -388,6 +457,9 @@ def _build_and_verify(
     pull: bool,
     memory_mb: int | None,
     engine: str,
+    quality: bool = False,
+    max_ablations: int = 12,
+    strict_quality: bool = False,
 ) -> int:
     """_run_tasks once the tasks are rendered and the judge's endpoint is known."""
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -452,6 +524,43 @@ def _build_and_verify(
     run_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run")
     stage_of: dict[Future[Any], str] = {}
 
+    flagged: list[str] = []
+
+    def check_quality(spec: TaskSpec, result: TaskResult) -> None:
+        if not quality or result.status != "verified":
+            return
+        report = _quality_one(
+            client,
+            spec,
+            paths,
+            result,
+            sel,
+            max_ablations=max_ablations,
+            memory_mb=memory_mb,
+            force=force,
+        )
+        _echo_quality(report)
+        if report.flagged:
+            flagged.append(result.instance_id)
+
+    def run_and_check(staged: Any) -> TaskResult:
+        result = run_stage(
+            staged,
+            paths,
+            oracle_runs=oracle_runs,
+            client=client,
+            memory_mb=memory_mb,
+            engine=engine,
+            judge_env=judge_env,
+        )
+        check_quality(staged.spec, result)
+        return result
+
+    if quality:  # tasks verified before: their quality (cached when nothing changed)
+        by_id = {s.task_id: s for s in specs}
+        for cached in list(results):
+            check_quality(by_id[cached.instance_id], cached)
+
     def record(result: TaskResult) -> None:
         where = write_result(paths, result)
         results.append(result)
@@ -503,16 +612,7 @@ def _build_and_verify(
                     elif not verify:
                         record(outcome.finish("built"))
                     else:
-                        run = run_pool.submit(
-                            run_stage,
-                            outcome,
-                            paths,
-                            oracle_runs=oracle_runs,
-                            client=client,
-                            memory_mb=memory_mb,
-                            engine=engine,
-                            judge_env=judge_env,
-                        )
+                        run = run_pool.submit(run_and_check, outcome)
                         stage_of[run] = "run"
                         pending.add(run)
     except KeyboardInterrupt:
@@ -547,6 +647,17 @@ def _build_and_verify(
     typer.echo(f"summary: {summary} ({len(specs) - len(todo)} cached, {ran} built or run now)")
     typer.echo(f"results: {paths.base / 'results'}  report: {report} (and report.html)")
     good = {"verified"} if verify else {"built", "verified"}
+    if flagged:
+        typer.echo(
+            f"quality: {len(flagged)} task(s) flagged ({', '.join(sorted(flagged))}); "
+            + (
+                "--strict-quality fails the run"
+                if strict_quality
+                else "not a failure without --strict-quality"
+            )
+        )
+    if strict_quality and flagged:
+        return 1
     return 0 if all(r.status in good for r in results) else 1
 
 
@@ -630,6 +741,16 @@ def package_command(
     memory_mb: MemoryOpt = None,
     engine: EngineOpt = "local",
     judge: JudgeOpt = "env",
+    quality: Annotated[
+        bool,
+        typer.Option(
+            "--quality",
+            help="Also check each verified task's quality (docs/quality.md): gold hunks the "
+            "tests do not need, and instruction leaks. Flags only, unless --strict-quality.",
+        ),
+    ] = False,
+    max_ablations: MaxAblationsOpt = 12,
+    strict_quality: StrictQualityOpt = False,
 ) -> None:
     """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0).
 
@@ -650,6 +771,9 @@ def package_command(
             memory_mb=memory_mb,
             engine=engine,
             judge=judge,
+            quality=quality,
+            max_ablations=max_ablations,
+            strict_quality=strict_quality,
         )
     except PackagerError as exc:
         _fail(exc)
@@ -811,6 +935,77 @@ def audit_command(
     except PackagerError as exc:
         _fail(exc)
     raise typer.Exit(1 if leaks else 0)
+
+
+@app.command("quality")
+def quality_command(
+    tasks: TasksArg = None,
+    all_tasks: AllOpt = False,
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    schema: SchemaOpt = None,
+    out: OutOpt = Path("build"),
+    repo_source: RepoSourceOpt = None,
+    recipes: RecipesOpt = None,
+    base_image: BaseImageOpt = None,
+    prebuilt: PrebuiltOpt = "auto",
+    prompt: PromptOpt = "scoped",
+    grader_entry: GraderEntryOpt = None,
+    history: HistoryOpt = "full",
+    id_filter: FilterOpt = None,
+    repo_filter: RepoFilterOpt = None,
+    language: LanguageOpt = None,
+    max_ablations: MaxAblationsOpt = 12,
+    strict_quality: StrictQualityOpt = False,
+    force: ForceOpt = False,
+    memory_mb: MemoryOpt = None,
+) -> None:
+    """Check verified tasks beyond gold and nop (docs/quality.md): grade the gold patch with
+    each hunk left out (a hunk whose removal still scores 1.0 is not needed by the tests), and
+    look for an instruction that quotes the fix or names hidden tests. Results go to
+    results/<task>.quality.json and the reports; a flagged task fails only with
+    --strict-quality. Unchanged tasks reuse their saved checks (--force runs them again).
+    """
+    from packager import build
+    from packager.model import TaskResult
+    from packager.pipeline import OutputPaths, render_selection, write_report
+
+    try:
+        sel = _selection(**_row_args(locals()))
+        specs = render_selection(sel, out)
+        paths = OutputPaths(out, sel.dataset.name)
+        client = build.connect()
+        unverified: list[str] = []
+        flagged: list[str] = []
+        for spec in specs:
+            path = paths.result_file(spec.provenance.slug)
+            result = TaskResult.model_validate_json(path.read_text()) if path.is_file() else None
+            if result is None or result.status != "verified":
+                status = result.status if result else "not packaged"
+                typer.echo(f"{spec.task_id}: skipped ({status}; `packager package` verifies it)")
+                unverified.append(spec.task_id)
+                continue
+            report = _quality_one(
+                client,
+                spec,
+                paths,
+                result,
+                sel,
+                max_ablations=max_ablations,
+                memory_mb=memory_mb,
+                force=force,
+            )
+            _echo_quality(report)
+            if report.flagged:
+                flagged.append(spec.task_id)
+        report_file = write_report(paths)
+    except PackagerError as exc:
+        _fail(exc)
+    typer.echo(
+        f"quality: {len(specs) - len(unverified)} checked, {len(flagged)} flagged, "
+        f"{len(unverified)} not verified; report: {report_file}"
+    )
+    raise typer.Exit(1 if unverified or (strict_quality and flagged) else 0)
 
 
 @app.command("publish")

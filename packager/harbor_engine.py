@@ -35,7 +35,7 @@ import tomli_w
 from packager.errors import EngineUnavailableError, RunError
 from packager.judge.endpoint import judge_grader_env
 from packager.model import RunResult, TaskResult, TaskSpec
-from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG
+from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG, file_sha256
 from packager.verify import excerpt, judge_record, make_result
 
 if TYPE_CHECKING:
@@ -612,7 +612,7 @@ def task_files(task_dir: Path) -> list[str]:
 def _digest(entries: Iterable[tuple[str, bytes]]) -> str:
     outer = hashlib.sha256()
     for rel, data in entries:
-        outer.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+        outer.update(f"{rel}\0{file_sha256(data)}\n".encode())
     return f"sha256:{outer.hexdigest()}"
 
 
@@ -642,6 +642,7 @@ def write_harbor_dataset(
     version: str = "1.0",
     description: str | None = None,
     known_digests: dict[Path, str] | None = None,
+    known_names: dict[Path, str] | None = None,
 ) -> tuple[Path, Path]:
     """Write `<out>/<dataset>/dataset.toml` and `registry.json`; returns both paths.
 
@@ -649,8 +650,8 @@ def write_harbor_dataset(
     render of a few rows keeps the others. `name` (default: the dataset folder name) is bare:
     `harbor run -d <name>@<version> --registry-path registry.json` from `<out>/<dataset>`
     (task paths in registry.json are relative to that folder); dataset.toml names it
-    `packager/<name>`. `known_digests` (task folder → digest) skips re-reading folders that
-    were just written from memory.
+    `packager/<name>`. `known_digests` and `known_names` (task folder → digest, name) skip
+    re-reading folders that were just written from memory.
     """
     from packager.write import write_text
 
@@ -667,11 +668,16 @@ def write_harbor_dataset(
         raise ValueError(f"dataset name {name!r}: use a bare name (Harbor reads org/name as Hub)")
     text = description or f"{paths.dataset}: tasks made by packager"
     entries = []
+    known_digests = known_digests or {}
+    known_names = known_names or {}
+    resolved_base = base.resolve()
     for folder in folders:
-        rel = os.path.relpath(folder.resolve(), base.resolve())
-        path = Path(rel).as_posix() if not rel.startswith("..") else str(folder.resolve())
-        digest = (known_digests or {}).get(folder) or task_digest(folder)
-        entries.append({"name": _task_name(folder), "digest": digest, "path": path})
+        resolved = folder.resolve()
+        rel = os.path.relpath(resolved, resolved_base)
+        path = Path(rel).as_posix() if not rel.startswith("..") else str(resolved)
+        digest = known_digests.get(folder) or task_digest(folder)
+        entry_name = known_names.get(folder) or _task_name(folder)
+        entries.append({"name": entry_name, "digest": digest, "path": path})
     entries.sort(key=lambda e: e["name"])
     manifest = {
         "schema_version": "1.0",

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from packager.adapters import Context, Prebuilt, Prompt, row_id, to_spec
 from packager.errors import PackagerError, RepoSourceError, RowError, UnknownTasksError
@@ -19,8 +19,11 @@ from packager.recipes import Recipes
 from packager.sources import DatasetSource, iter_rows
 
 if TYPE_CHECKING:
+    from multiprocessing.pool import AsyncResult
+
     from packager.build import DockerClient
     from packager.model import TaskResult
+    from packager.write import Staging
 
 
 @dataclass(frozen=True)
@@ -352,24 +355,118 @@ def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[Grading, Environment]:
     return grading, environment
 
 
+RENDER_INLINE_ROWS = 200
+"""Rows rendered in this process before render workers take over: a small render never forks."""
+RENDER_CHUNK = 16
+"""Specs sent to a render worker at a time."""
+
+
+class _Staged(NamedTuple):
+    """What is kept of a task once its folders are staged (a few strings: memory stays flat)."""
+
+    task_id: str
+    slug: str
+    digest: str
+    name: str
+
+
+@dataclass(frozen=True)
+class _TaskStager:
+    """Renders a resolved spec and stages its three folders, in this process or a worker."""
+
+    paths: OutputPaths
+    staging: Staging
+
+    def __call__(self, spec: TaskSpec) -> _Staged:
+        from packager.harbor_engine import tree_digest
+        from packager.targets.harbor import make_harbor_task, task_name
+        from packager.targets.hud import make_hud_files
+
+        task = make_harbor_task(spec)
+        slug = spec.provenance.slug
+        hud = make_hud_files(
+            spec,
+            dataset=self.paths.dataset,
+            agent_image=task.agent_image,
+            grader_payload=task.grader_payload,
+        )
+        self.staging.write(self.paths.task_dir(slug), task.files)
+        self.staging.write(self.paths.source_dir(slug), hud)
+        self.staging.write(self.paths.manifest_dir(slug), task.manifests)
+        return _Staged(spec.task_id, slug, tree_digest(task.files, slug), task_name(spec))
+
+
+_worker_stager: _TaskStager | None = None
+"""The stager of a render worker process (set by `_init_render_worker`)."""
+
+
+def _init_render_worker(stager: _TaskStager) -> None:
+    import signal
+
+    global _worker_stager
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _worker_stager = stager
+
+
+def _render_chunk(specs: list[TaskSpec]) -> list[_Staged]:
+    assert _worker_stager is not None, "not a render worker"
+    return [_worker_stager(spec) for spec in specs]
+
+
+def _stage_in_order(
+    specs: Iterator[TaskSpec], stage: _TaskStager, workers: int
+) -> Iterator[tuple[TaskSpec, _Staged]]:
+    """Stage every spec, in order: the first RENDER_INLINE_ROWS here, the rest in `workers`
+    forked processes. A render is CPU (templates, hashes) and kernel time (file creation, about
+    30 files per task); separate processes run both on every core at once (threads would
+    serialize on the GIL), and a bounded window of chunks keeps memory flat.
+    """
+    import itertools
+    import multiprocessing
+    import sys
+    from collections import deque
+
+    for spec in itertools.islice(specs, RENDER_INLINE_ROWS):
+        yield spec, stage(spec)
+    first = next(specs, None)
+    if first is None:
+        return
+    rest = itertools.chain([first], specs)
+    if workers < 2 or sys.platform != "linux":  # fork is the cheap, safe start method there
+        for spec in rest:
+            yield spec, stage(spec)
+        return
+    stage.staging.folder()  # made before the fork: every worker stages into the same one
+    context = multiprocessing.get_context("fork")
+    with context.Pool(workers, initializer=_init_render_worker, initargs=(stage,)) as pool:
+        pending: deque[tuple[list[TaskSpec], AsyncResult[list[_Staged]]]] = deque()
+        while chunk := list(itertools.islice(rest, RENDER_CHUNK)):
+            pending.append((chunk, pool.apply_async(_render_chunk, (chunk,))))
+            while len(pending) > 2 * workers:
+                done, result = pending.popleft()
+                yield from zip(done, result.get(), strict=True)
+        while pending:
+            done, result = pending.popleft()
+            yield from zip(done, result.get(), strict=True)
+
+
 def render_selection(
     sel: Selection,
     out: Path,
     on_task: Callable[[str, Path], None] | None = None,
     *,
     keep_specs: bool = True,
+    workers: int | None = None,
 ) -> list[TaskSpec]:
     """Render every selected row, then put each task's folders in place atomically.
 
     Rows are streamed once: each is adapted, resolved and rendered into a hidden staging
-    folder, so nothing appears in `out` unless every row is good. Then each task's folders are
-    moved into place in dataset order, and `on_task(instance_id, task_dir)` is called. Returns
-    the written specs in order; with `keep_specs=False` none (memory stays flat over any
-    number of rows).
+    folder (by `workers` processes, default one per core, once a render is large), so nothing
+    appears in `out` unless every row is good. Then each task's folders are moved into place
+    in dataset order, and `on_task(instance_id, task_dir)` is called. Returns the written
+    specs in order; with `keep_specs=False` none (memory stays flat over any number of rows).
     """
-    from packager.harbor_engine import tree_digest, write_harbor_dataset
-    from packager.targets.harbor import make_harbor_task, task_name
-    from packager.targets.hud import make_hud_files
+    from packager.harbor_engine import write_harbor_dataset
     from packager.write import Staging
 
     sources = sel.merged_repo_sources
@@ -378,26 +475,16 @@ def render_selection(
     staged: list[tuple[str, str]] = []
     digests: dict[Path, str] = {}
     names: dict[Path, str] = {}
+    resolved = (resolve_spec(spec, sources, sel.mirror_dirs) for spec in iter_specs(sel))
     with Staging(paths.base) as staging:
-        for spec in iter_specs(sel):
-            resolved = resolve_spec(spec, sources, sel.mirror_dirs)
-            task = make_harbor_task(resolved)
-            slug = resolved.provenance.slug
-            hud = make_hud_files(
-                resolved,
-                dataset=sel.dataset.name,
-                agent_image=task.agent_image,
-                grader_payload=task.grader_payload,
-            )
-            task_dir = paths.task_dir(slug)
-            staging.write(task_dir, task.files)
-            staging.write(paths.source_dir(slug), hud)
-            staging.write(paths.manifest_dir(slug), task.manifests)
-            digests[task_dir] = tree_digest(task.files, slug)
-            names[task_dir] = task_name(resolved)
-            staged.append((resolved.task_id, slug))
+        stage = _TaskStager(paths, staging)
+        for spec, done in _stage_in_order(resolved, stage, workers or os.cpu_count() or 1):
+            task_dir = paths.task_dir(done.slug)
+            digests[task_dir] = done.digest
+            names[task_dir] = done.name
+            staged.append((done.task_id, done.slug))
             if keep_specs:
-                written.append(resolved)
+                written.append(spec)
         for task_id, slug in staged:
             staging.place(paths.task_dir(slug))
             staging.place(paths.source_dir(slug))
@@ -959,18 +1046,30 @@ def read_results(paths: OutputPaths) -> list[TaskResult]:
     return [
         TaskResult.model_validate_json(p.read_text())
         for p in sorted(folder.glob("*.json"))
-        if not p.name.endswith((".audit.json", ".error.json"))
+        if not p.name.endswith((".audit.json", ".error.json", ".quality.json"))
     ]
 
 
 def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path:
     """report.md and report.html (self-contained: a status chart and seconds per stage per
-    task) from every result of the dataset, with `disk`: the tool's Docker disk use."""
-    from packager.report import make_html, make_markdown
+    task) from every result of the dataset, with `disk`: the tool's Docker disk use.
+    """
+    from packager.quality import read_quality
+    from packager.report import QualityRow, make_html, make_markdown, quality_markdown
     from packager.write import write_text
 
     results = read_results(paths)
     text = make_markdown(paths.dataset, results)
+    quality: list[QualityRow] = []
+    for result in results:
+        found = read_quality(paths, result.task)
+        if found is None:
+            continue
+        covered = f"{found.covered}/{found.total}" if found.covered is not None else "-"
+        uncovered = "; ".join(h.where for h in found.hunks if h.covered is False)
+        leaks = "; ".join(f"{leak.kind}: {leak.text[:60]}" for leak in found.leaks)
+        quality.append((result.instance_id, covered, uncovered, leaks or "no"))
+    text += quality_markdown(quality)
     if disk is not None:
         from packager.clean import human
 
@@ -979,5 +1078,7 @@ def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path
             f"{human(disk['size_bytes'])} ({human(disk['unique_bytes'])} not shared).\n"
         )
     write_text(paths.report_file, text)
-    write_text(paths.report_file.with_suffix(".html"), make_html(paths.dataset, results, disk))
+    write_text(
+        paths.report_file.with_suffix(".html"), make_html(paths.dataset, results, disk, quality)
+    )
     return paths.report_file

@@ -228,7 +228,8 @@ def release_task(
 ) -> None:
     """Copy a task folder without its snapshot: task.toml names the images by digest, and the
     Dockerfiles' FROM lines too (`pins`: image -> digest reference; the grader's base is the
-    agent image)."""
+    agent image).
+    """
     from packager.targets.harbor import SNAPSHOT_FILE
 
     ignore = shutil.ignore_patterns(SNAPSHOT_FILE, "__pycache__")

@@ -38,6 +38,7 @@ def _environment() -> Any:
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
+        auto_reload=False,  # templates ship with the package: no stat per render
     )
     env.filters["shquote"] = lambda value: shlex.quote(str(value))
     return env

@@ -274,7 +274,37 @@ def _table(ordered: list[TaskResult]) -> list[str]:
     return parts
 
 
-def make_html(dataset: str, results: list[TaskResult], disk: dict[str, int] | None = None) -> str:
+QualityRow = tuple[str, str, str, str]
+"""A task's quality for the reports: task, hunks covered (e.g. "2/3"), uncovered hunks, leaks."""
+
+
+def quality_markdown(rows: list[QualityRow]) -> str:
+    """report.md's quality section (`packager quality`, `package --quality`)."""
+    if not rows:
+        return ""
+    lines = ["", "## Quality (hunks the tests need, instruction leaks)", ""]
+    lines += ["| task | hunks covered | uncovered hunks | leaks |", "|---|---|---|---|"]
+    for row in sorted(rows):
+        lines.append("| " + " | ".join(c.replace("|", "\\|") or "-" for c in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _quality_table(rows: list[QualityRow]) -> list[str]:
+    parts = ['<h2>Quality</h2><table id="quality"><thead><tr>']
+    parts += [f"<th>{h}</th>" for h in ("task", "hunks covered", "uncovered hunks", "leaks")]
+    parts.append("</tr></thead><tbody>")
+    for row in sorted(rows):
+        parts.append("<tr>" + "".join(f"<td>{_e(c) or '-'}</td>" for c in row) + "</tr>")
+    parts.append("</tbody></table>")
+    return parts
+
+
+def make_html(
+    dataset: str,
+    results: list[TaskResult],
+    disk: dict[str, int] | None = None,
+    quality: list[QualityRow] | None = None,
+) -> str:
     """report.html: one self-contained page (inline CSS and SVG, no scripts, nothing fetched)
     with the status counts, seconds per stage per task and report.md's table, sorted by
     instance id. The same input gives the same bytes. `disk` is `clean.disk_use`'s summary.
@@ -304,5 +334,7 @@ def make_html(dataset: str, results: list[TaskResult], disk: dict[str, int] | No
     parts += _stage_chart(ordered)
     parts.append("<h2>Tasks</h2>")
     parts += _table(ordered)
+    if quality:
+        parts += _quality_table(quality)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

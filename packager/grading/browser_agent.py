@@ -1,10 +1,11 @@
 """One workflow, followed in headless Chromium by browser-use and judged by the model it drives.
 
-``/opt/packager-judge/bin/python browser_agent.py WORKDIR`` reads ``WORKDIR/request.json``
-(written by judge.py: the app's URL, the workflow, the step budget, where to write) and always
-writes ``verdict.json``: the outcome (``pass``/``fail`` are verdicts; ``blocked`` means the steps
-could not be carried out, ``error`` that no verdict came back), the judge's reason, one entry per
-step, the number of model calls, tokens and seconds, plus a screenshot of the final page.
+``/opt/packager-judge/bin/python -m browser_agent WORKDIR`` (the grading runtime's zipapp on
+PYTHONPATH) reads ``WORKDIR/request.json`` (written by judge.py: the app's URL, the workflow,
+the step budget, where to write) and always writes ``verdict.json``: the outcome
+(``pass``/``fail`` are verdicts; ``blocked`` means the steps could not be carried out, ``error``
+that no verdict came back), the judge's reason, one entry per step, the number of model calls,
+tokens and seconds, plus a screenshot of the final page.
 
 The model is named by PACKAGER_JUDGE_BASE_URL, PACKAGER_JUDGE_MODEL and (optionally)
 PACKAGER_JUDGE_API_KEY: any OpenAI-compatible chat-completions endpoint. Runs only in the judge's

@@ -7,8 +7,10 @@ parse its output, apply the reward rule, and write ``reward.json`` and ``report.
 It fails closed: a zero reward with status ``infra_error`` is written before anything else, so
 a crash, a kill or an unexpected exception can never leave a stale or missing reward behind.
 
-Standard library only, Python >= 3.9. Copied into grader images at ``/tests/grading/`` next to
-its sibling modules, where it runs as a script; the package import serves the unit tests.
+Standard library only, Python >= 3.9. Packed with its sibling modules into one zipapp, run in
+grader images as ``python3 /tests/grading.pyz`` (the archive is ``sys.path[0]``, so the siblings
+import as top-level modules, as they do when this file runs as a script); the package import
+serves the unit tests.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from . import judge, parsers, patching, rules
 elif __package__:
     from . import judge, parsers, patching, rules
-else:  # run as a script: sys.path[0] is this directory
+else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
     import judge
     import parsers
     import patching
@@ -779,9 +781,7 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
 
     if rule == "judge":
         try:
-            reward, subscores = judge.judge_rule(
-                plan, plan_dir, repo, out_dir, report, sweep_descendants
-            )
+            reward, subscores = judge.judge_rule(plan, repo, out_dir, report, sweep_descendants)
         except judge.Halt as halt:
             raise Stop(halt.status, halt.reason) from None
         report.update(status="graded", reason=None, reward=reward, subscores=subscores)

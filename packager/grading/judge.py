@@ -3,8 +3,9 @@ a model drives, and judged by that model (SWEeper-Bench).
 
 For each workflow of the plan, in order: copy the patched repository (a fresh copy of the app
 per workflow), start the app with its start command and `PORT`, wait until it answers HTTP,
-run the browser agent (`browser_agent.py`, in the judge's virtualenv, Chromium headless, a new
-profile) on the workflow's steps, read its verdict, stop the app and everything it started.
+run the browser agent (`-m browser_agent` from this runtime, in the judge's virtualenv, Chromium
+headless, a new profile) on the workflow's steps, read its verdict, stop the app and everything
+it started.
 The reward is 1.0 only when every workflow passes; each workflow's category is a subscore.
 
 Setup failures are never verdicts: no model configured (`needs_judge`), an app that does not
@@ -29,6 +30,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 JUDGE_PYTHON = "/opt/packager-judge/bin/python"
+RUNTIME_PATH = os.path.dirname(os.path.abspath(__file__))
+"""Where this runtime's modules are found: the zipapp (`/tests/grading.pyz`) in a grader
+image, `packager/grading/` in the source tree. Taken at import, before anything changes the
+working directory; the judge's Python finds `browser_agent` there (on its PYTHONPATH)."""
 ENV_BASE_URL = "PACKAGER_JUDGE_BASE_URL"
 ENV_MODEL = "PACKAGER_JUDGE_MODEL"
 ENV_API_KEY = "PACKAGER_JUDGE_API_KEY"
@@ -200,7 +205,6 @@ def run_workflow(
     *,
     index: int,
     judge: Mapping[str, Any],
-    plan_dir: Path,
     repo: Path,
     out_dir: Path,
     scratch: Path,
@@ -238,11 +242,13 @@ def run_workflow(
         (work / "request.json").write_text(json.dumps(request, indent=2) + "\n", "utf-8")
         agent_env = dict(os.environ)
         agent_env.update({k: v for k, v in env.items() if k.startswith("PACKAGER_JUDGE_")})
+        # Only the runtime: the image's own PYTHONPATH is for the code under test.
+        agent_env["PYTHONPATH"] = RUNTIME_PATH
         agent_log = work / "agent.log"
         timeout = _number(judge.get("workflow_timeout_sec"), DEFAULT_WORKFLOW_TIMEOUT)
         with agent_log.open("wb") as log:
             agent = subprocess.Popen(
-                [JUDGE_PYTHON, str(plan_dir / "grading" / "browser_agent.py"), str(work)],
+                [JUDGE_PYTHON, "-m", "browser_agent", str(work)],
                 cwd=str(work),
                 env=agent_env,
                 stdin=subprocess.DEVNULL,
@@ -284,7 +290,6 @@ def run_workflow(
 
 def judge_rule(
     plan: Mapping[str, Any],
-    plan_dir: Path,
     repo: Path,
     out_dir: Path,
     report: Dict[str, Any],
@@ -317,7 +322,6 @@ def judge_rule(
                 test,
                 index=index,
                 judge=judge,
-                plan_dir=plan_dir,
                 repo=repo,
                 out_dir=out_dir,
                 scratch=scratch,

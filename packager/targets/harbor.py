@@ -12,10 +12,14 @@ next to them label Harbor's containers and take the network away (`network_mode:
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
+import io
 import json
 import posixpath
+import stat
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +39,7 @@ JUDGE_MAX_STEPS = 25
 """The browser agent's step budget per workflow."""
 
 GRADING_DIR = Path(__file__).resolve().parent.parent / "grading"
-GRADING_FILES = (
-    "__init__.py",
+GRADING_MODULES = (
     "browser_agent.py",
     "grade.py",
     "judge.py",
@@ -44,6 +47,21 @@ GRADING_FILES = (
     "patching.py",
     "rules.py",
 )
+"""The runtime's modules, packed into GRADING_ARCHIVE at its root (its `__init__.py` only
+serves the package import of the unit tests)."""
+GRADING_ARCHIVE = "grading.pyz"
+"""The grading runtime as one zipapp: `python3 /tests/grading.pyz /tests/plan.json` runs
+grade.py's main; the judge's Python runs `-m browser_agent` with the archive on PYTHONPATH."""
+_ARCHIVE_MAIN = b"""\
+# `python3 grading.pyz PLAN [--out DIR] [--patch FILE]` runs grade.py's main (made by packager).
+import sys
+
+import grade
+
+sys.exit(grade.main())
+"""
+_ARCHIVE_TIME = (1980, 1, 1, 0, 0, 0)
+"""The earliest time a zip entry can carry: the archive's bytes never depend on the clock."""
 SNAPSHOT_FILE = "repo.tar"
 DEFAULT_BUILD_TIMEOUT = 1800.0
 TASK_ORG = "packager"
@@ -228,10 +246,7 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
         }
     if g.rule == "judge":
         # The tests as JSON too: the runtime is standard library only (no YAML).
-        tests = [
-            {k: t[k] for k in ("id", "category", "purpose", "steps")}
-            for t in yaml.safe_load(g.workflows or "")["tests"]
-        ]
+        tests = copy.deepcopy(list(_judge_tests(g.workflows or "")))  # the cache stays intact
         plan["judge"] = {
             "workflows": "payload/workflows.yaml",
             "tests": tests,
@@ -245,19 +260,57 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
     return plan
 
 
-@functools.lru_cache(maxsize=16)
-def _grading_file(name: str) -> bytes:
-    """The grading runtime's source, read once per process (it is the same in every task)."""
-    return (GRADING_DIR / name).read_bytes()
+@functools.lru_cache(maxsize=256)
+def _judge_tests(workflows: str) -> tuple[dict[str, Any], ...]:
+    """The plan's view of a judge task's workflows (parsed once per text: a render of many
+    rows would otherwise parse the same YAML for every row that shares it).
+    """
+    return tuple(
+        {k: t[k] for k in ("id", "category", "purpose", "steps")}
+        for t in yaml.safe_load(workflows)["tests"]
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def read_grading_archive() -> bytes:
+    """The grading runtime as a zipapp, built once per process (it is the same in every task).
+
+    One file instead of a folder of modules: fewer files per task is most of what a render
+    costs (issue 10). The bytes are reproducible: entries in a fixed order, a fixed time and
+    mode, and stored uncompressed, so no zlib version can change them.
+    """
+    members = [("__main__.py", _ARCHIVE_MAIN)]
+    members += [(name, (GRADING_DIR / name).read_bytes()) for name in GRADING_MODULES]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=_ARCHIVE_TIME)
+            info.create_system = 3  # Unix, so external_attr holds the mode on every platform
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+@functools.lru_cache(maxsize=1)
+def _grading_archive_sha256() -> str:
+    return hashlib.sha256(read_grading_archive()).hexdigest()
+
+
+def file_sha256(data: bytes) -> str:
+    """sha256 (hex) of a file's bytes. The grading archive, in every task, is hashed once per
+    process (hashing it again for each task took a tenth of a render's time).
+    """
+    if data is read_grading_archive():
+        return _grading_archive_sha256()
+    return hashlib.sha256(data).hexdigest()
 
 
 def _grader_payload(spec: TaskSpec) -> FileTree:
     g = spec.grading
     payload: FileTree = {
         "plan.json": text_file(json.dumps(make_plan(spec), indent=2, sort_keys=True)),
+        GRADING_ARCHIVE: OutFile(read_grading_archive()),
     }
-    for name in GRADING_FILES:
-        payload[f"grading/{name}"] = OutFile(_grading_file(name))
     if g.test_patch:
         payload["payload/test.patch"] = OutFile(g.test_patch.encode())
     for path, data in g.hidden_files.items():
@@ -269,6 +322,11 @@ def _grader_payload(spec: TaskSpec) -> FileTree:
     return payload
 
 
+def task_name(spec: TaskSpec) -> str:
+    """The task's name in task.toml and in the Harbor dataset manifest."""
+    return f"{TASK_ORG}/{spec.provenance.slug}"
+
+
 def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
     """task.toml: both images are prebuilt (`docker_image`), so Harbor neither builds nor
     deletes them; the grader is a separate container of the grader image, with /tests baked in.
@@ -278,7 +336,7 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
         "schema_version": "1.4",
         "source": f"{p.dataset}/{p.split}",
         "task": {
-            "name": f"packager/{p.slug}",
+            "name": task_name(spec),
             "version": "1.0.0",
             "description": f"{p.instance_id} ({p.schema_name})",
         },

@@ -21,6 +21,7 @@ from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.model import TaskSpec
 from packager.naming import make_hud_env_name
 from packager.render import FileTree, OutFile, render_template, text_file
+from packager.targets.harbor import GRADING_ARCHIVE
 
 HUD_VERSION = "0.6.21"
 """The pinned HUD SDK (the v6 environment format this target emits)."""
@@ -61,7 +62,7 @@ def make_hud_files(
 ) -> FileTree:
     """The files of the HUD v6 environment folder for `spec`, keyed by relative POSIX path.
 
-    `grader_payload` is the grader's /tests payload (`plan.json`, `grading/grade.py`,
+    `grader_payload` is the grader's /tests payload (`plan.json`, `grading.pyz`,
     `payload/...`); it is embedded under `grader/` and baked into the image at /hud/grader.
     Raises ValueError for a payload path `hud deploy` would drop or that is not a plain
     relative path, for a payload module declaring another `Environment(...)`, and for an agent
@@ -79,8 +80,8 @@ def make_hud_files(
         _check_payload_path(path)
         _check_no_environment_decl(path, entry)
         files[f"grader/{path}"] = OutFile(entry.data, entry.mode)
-    if "plan.json" not in grader_payload or "grading/grade.py" not in grader_payload:
-        raise ValueError("grader payload needs plan.json and grading/grade.py at its root")
+    if "plan.json" not in grader_payload or GRADING_ARCHIVE not in grader_payload:
+        raise ValueError(f"grader payload needs plan.json and {GRADING_ARCHIVE} at its root")
 
     lit = {
         "env_name": _pylit(env_name),
@@ -143,6 +144,8 @@ def _pylit(value: object) -> str:
     text = repr(value)
     if isinstance(value, str) and text.startswith("'") and '"' not in value:
         text = f'"{text[1:-1]}"'  # no quote of either kind inside: swapping the outer ones is exact
+    if type(value) in (str, int):
+        return text  # repr of a str or int is an exact literal; parsing it per row is costly
     if ast.literal_eval(text) != value:
         raise ValueError(f"cannot write {value!r} as a Python literal")
     return text
@@ -163,6 +166,7 @@ def _check_workdir(workdir: str) -> str:
     return workdir
 
 
+@functools.lru_cache(maxsize=1024)
 def _is_sensitive(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in SENSITIVE_PATTERNS)
 
@@ -205,10 +209,10 @@ def _check_no_environment_decl(path: str, entry: OutFile) -> None:
         )
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def _declared_environment(data: bytes) -> str | None:
-    """The first literal `Environment(...)` name in a module (cached: the grading runtime is
-    the same bytes in every task, and parsing it per task dominated render time).
+    """The first literal `Environment(...)` name in a module (cached: rows of a dataset can
+    ship the same grader modules; the grading runtime itself is a zipapp, not scanned).
     """
     try:
         tree = ast.parse(data.decode("utf-8"))

@@ -59,7 +59,7 @@ class Attack:
 # --------------------------------------------------------------------------- attack snippets
 
 # Helpers the code under test starts: a daemon that keeps writing rewards for 20 s, and a
-# rewrite of /tests/test.sh that injects a reward after the line running grade.py (bash reads
+# rewrite of /tests/test.sh that injects a reward after the line running grading.pyz (bash reads
 # its script as it goes, so the injected line would run next).
 DAEMON_SH = r"""cat > $DIR/cheat.sh <<'EOF'
 for i in $(seq 1 400); do
@@ -71,7 +71,7 @@ done
 EOF
 """
 TAMPER_SH = r"""cat > $DIR/cheat.sh <<'EOF'
-awk '{print} /grade.py/ {print "echo {\\\"reward\\\": 1.0} > /logs/verifier/reward.json; exit 0"}' \
+awk '{print} /pyz/ {print "echo {\\\"reward\\\": 1.0} > /logs/verifier/reward.json; exit 0"}' \
   /tests/test.sh > /tmp/test.sh.new && cat /tmp/test.sh.new > /tests/test.sh
 EOF
 """

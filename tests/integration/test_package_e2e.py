@@ -98,7 +98,7 @@ def test_rebuild_builds_nothing_and_agent_history_is_clean(
         check=True,
     ).stdout
     rendered = out / "samples" / "tasks" / task
-    secrets = ["gold.patch", "test.patch", "/tests", "payload", "grade.py", "hidden"]
+    secrets = ["gold.patch", "test.patch", "/tests", "payload", "grading.pyz", "grade.py", "hidden"]
     for word in secrets:
         assert word not in history, f"{word!r} appears in the agent image history"
     assert not any(

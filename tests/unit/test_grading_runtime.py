@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -9,12 +10,14 @@ import shlex
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from packager.grading import grade
+from packager.targets.harbor import GRADING_ARCHIVE, GRADING_MODULES, read_grading_archive
 
 GRADE_PY = Path(grade.__file__).resolve()
 PY = shlex.quote(sys.executable)
@@ -96,7 +99,11 @@ class Task:
         return path
 
     def grade(
-        self, patch: str | None, proc_env: dict[str, str] | None = None, **overrides: Any
+        self,
+        patch: str | None,
+        proc_env: dict[str, str] | None = None,
+        runtime: Path = GRADE_PY,
+        **overrides: Any,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         plan = self.plan(**overrides)
         patch_file = self.root / "model.patch"
@@ -104,7 +111,7 @@ class Task:
             patch_file.unlink(missing_ok=True)
         else:
             patch_file.write_text(patch)
-        cmd = [sys.executable, str(GRADE_PY), str(plan)]
+        cmd = [sys.executable, str(runtime), str(plan)]
         cmd += ["--out", str(self.out), "--patch", str(patch_file)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=proc_env)
         assert proc.returncode == 0, proc.stderr
@@ -418,6 +425,64 @@ def test_unreadable_plan_fails_closed(tmp_path: Path) -> None:
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "infra_error"
     assert "JSONDecodeError" in report["reason"]
+
+
+# ------------------------------------------------------------------ the zipapp in grader images
+
+
+def _archive(folder: Path) -> Path:
+    path = folder / GRADING_ARCHIVE
+    path.write_bytes(read_grading_archive())
+    return path
+
+
+def test_zipapp_is_the_runtime_and_reproducible() -> None:
+    data = read_grading_archive()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = archive.namelist()
+        assert names == ["__main__.py", *GRADING_MODULES]
+        for name in GRADING_MODULES:
+            assert archive.read(name) == (GRADE_PY.parent / name).read_bytes()
+        assert {i.date_time for i in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+    read_grading_archive.cache_clear()
+    assert read_grading_archive() == data  # built again: the same bytes
+
+
+@pytest.mark.parametrize("fixed", [True, False], ids=["gold", "empty"])
+def test_zipapp_grades_as_grade_py_does(task: Task, fixed: bool) -> None:
+    """`python3 grading.pyz PLAN` (how test.sh and the HUD env run it) gives grade.py's result."""
+    patch = task.diff({"calc.py": CALC_FIXED}) if fixed else ""
+    direct_reward, direct = task.grade(patch)
+    packed_reward, packed = task.grade(patch, runtime=_archive(task.task))
+    assert packed_reward == direct_reward
+    assert packed_reward["reward"] == (1.0 if fixed else 0.0)
+    for report in (direct, packed):
+        report.pop("duration_sec")
+    assert packed == direct
+
+
+def test_zipapp_runs_the_browser_agent_as_a_module(tmp_path: Path) -> None:
+    """judge.py runs `JUDGE_PYTHON -m browser_agent WORK` with the archive on PYTHONPATH."""
+    work = tmp_path / "work"
+    work.mkdir()
+    verdict = work / "verdict.json"
+    request = {"url": "http://127.0.0.1:9/", "test": {}, "verdict": str(verdict)}
+    (work / "request.json").write_text(json.dumps(request))
+    env = dict(os.environ, PYTHONPATH=str(_archive(tmp_path)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "browser_agent", str(work)],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "grading.pyz" in proc.stderr  # the traceback runs through the archive's module
+    outcome = json.loads(verdict.read_text())
+    # No browser-use outside the judge's virtualenv: the agent fails closed, as it should.
+    assert outcome["outcome"] == "error"
+    assert "browser_use" in outcome["reason"]
 
 
 def test_write_outputs_degrades_non_finite_reward(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def _spec(workdir: str = "/testbed") -> TaskSpec:
 def _payload(**extra: OutFile) -> FileTree:
     payload: FileTree = {
         "plan.json": OutFile(b'{"version": 1}\n'),
-        "grading/grade.py": OutFile(b"print('grade')\n", 0o755),
+        "grading.pyz": OutFile(b"PK\x05\x06" + bytes(18)),  # an empty zip archive
         "payload/test.patch": OutFile(b"diff --git a/t b/t\n"),
         "payload/hidden/tests/test_hidden.py": OutFile(b"def test_x():\n    pass\n"),
     }

@@ -78,13 +78,13 @@ class Handler(BaseHTTPRequestHandler):
 HTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
 """
 
-# The agent: `JUDGE_PYTHON browser_agent.py WORKDIR`. BEHAVIOUR maps a test id to what it does.
+# The agent: `JUDGE_PYTHON -m browser_agent WORKDIR`. BEHAVIOUR maps a test id to what it does.
 AGENT = """\
 #!{python}
 import json, os, sys, time, urllib.request
 from pathlib import Path
 
-work = Path(sys.argv[2])
+work = Path(sys.argv[-1])
 request = json.loads((work / "request.json").read_text())
 behaviour = json.loads(Path({behaviour!r}).read_text()).get(request["test"]["id"], "pass")
 with urllib.request.urlopen(request["url"], timeout=5) as response:
@@ -92,6 +92,7 @@ with urllib.request.urlopen(request["url"], timeout=5) as response:
 seen = {{
     "argv": sys.argv,
     "cwd": os.getcwd(),
+    "pythonpath": os.environ.get("PYTHONPATH"),
     "app": app,
     "judge_env": {{k: v for k, v in os.environ.items() if k.startswith("PACKAGER_JUDGE_")}},
 }}
@@ -151,10 +152,8 @@ class Runtime:
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.root = root
         self.repo = root / "repo"
-        self.plan_dir = root / "task"
         self.out = root / "logs"
         self.repo.mkdir()
-        (self.plan_dir / "grading").mkdir(parents=True)
         (self.repo / "app.py").write_text(APP)
         self.behaviour_file = root / "behaviour.json"
         self.behave()
@@ -192,9 +191,7 @@ class Runtime:
     ) -> tuple[float, dict[str, float], dict[str, Any]]:
         report: dict[str, Any] = {}
         self.report = report
-        reward, subscores = judge.judge_rule(
-            plan, self.plan_dir, self.repo, self.out, report, sweep, env=env
-        )
+        reward, subscores = judge.judge_rule(plan, self.repo, self.out, report, sweep, env=env)
         return reward, subscores, report
 
     def halt(self, plan: dict[str, Any], **kwargs: Any) -> judge.Halt:
@@ -253,7 +250,9 @@ def test_every_workflow_passes(rt: Runtime) -> None:
         }
         seen = rt.seen(index, test)
         assert seen["app"]["port"] == str(rt.port)  # the agent reached the real app
-        assert seen["argv"][1:] == [str(rt.plan_dir / "grading" / "browser_agent.py"), str(work)]
+        assert seen["argv"][1:] == ["-m", "browser_agent", str(work)]
+        assert seen["pythonpath"] == judge.RUNTIME_PATH  # where browser_agent is found
+        assert (Path(judge.RUNTIME_PATH) / "browser_agent.py").is_file()
         assert seen["cwd"] == str(work)
         assert "app: serving on" in (work / "app.log").read_text()
         assert "agent: workflow" in (work / "agent.log").read_text()

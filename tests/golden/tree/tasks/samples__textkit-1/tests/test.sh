@@ -3,7 +3,7 @@
 # Harbor ignores this script's exit code and reads /logs/verifier/reward.json, so a reward is
 # written whatever happens: the runtime writes it, and if the runtime itself dies, this does.
 mkdir -p /logs/verifier
-python3 /tests/grading/grade.py /tests/plan.json "$@"
+python3 /tests/grading.pyz /tests/plan.json "$@"
 status=$?
 if [ ! -s /logs/verifier/reward.json ]; then
   printf '{"reward": 0}\n' > /logs/verifier/reward.json
