@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from packager.build import connect  # noqa: E402
-from packager.pipeline import OutputPaths, Selection, iter_specs  # noqa: E402
+from packager.paths import OutputPaths  # noqa: E402
+from packager.pipeline import Selection, iter_specs  # noqa: E402
 from packager.sources import open_dataset  # noqa: E402
 from packager.targets.harbor import collect_command, make_harbor_task  # noqa: E402
 from packager.verify import RunPlan, run_once  # noqa: E402

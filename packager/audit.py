@@ -46,7 +46,7 @@ from packager.errors import PackagerError
 if TYPE_CHECKING:
     from packager.build import DockerClient
     from packager.model import TaskSpec
-    from packager.pipeline import OutputPaths
+    from packager.paths import OutputPaths
 
 FindingKind = Literal[
     "hidden_test",

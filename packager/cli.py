@@ -468,9 +468,9 @@ def _build_and_verify(
 
     from packager import build
     from packager.model import TaskResult
+    from packager.paths import OutputPaths
     from packager.pipeline import (
         BuildOptions,
-        OutputPaths,
         build_stage,
         cached_result,
         run_stage,
@@ -839,7 +839,8 @@ def verify_command(
             )
             raise typer.Exit(code)
         from packager import build
-        from packager.pipeline import BuildOptions, OutputPaths, build_task, render_selection
+        from packager.paths import OutputPaths
+        from packager.pipeline import BuildOptions, build_task, render_selection
         from packager.targets.harbor import collect_command
         from packager.verify import RunPlan, run_once
 
@@ -917,7 +918,8 @@ def audit_command(
     """
     from packager import build
     from packager.audit import audit_path, audit_task
-    from packager.pipeline import OutputPaths, render_selection
+    from packager.paths import OutputPaths
+    from packager.pipeline import render_selection
 
     try:
         sel = _selection(**_row_args(locals()))
@@ -968,7 +970,8 @@ def quality_command(
     """
     from packager import build
     from packager.model import TaskResult
-    from packager.pipeline import OutputPaths, render_selection, write_report
+    from packager.paths import OutputPaths
+    from packager.pipeline import render_selection, write_report
 
     try:
         sel = _selection(**_row_args(locals()))
@@ -1047,7 +1050,8 @@ def publish_command(
     nothing.
     """
     from packager import build
-    from packager.pipeline import OutputPaths, read_results
+    from packager.paths import OutputPaths
+    from packager.pipeline import read_results
     from packager.publish import Registry, publish
     from packager.sources import open_dataset
 
@@ -1149,7 +1153,8 @@ def report_command(
     out: OutOpt = Path("build"),
 ) -> None:
     """Summarise the latest results of a dataset (terminal table, report.md and report.html)."""
-    from packager.pipeline import OutputPaths, read_results, write_report
+    from packager.paths import OutputPaths
+    from packager.pipeline import read_results, write_report
     from packager.sources import open_dataset
 
     try:

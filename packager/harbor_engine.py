@@ -39,7 +39,7 @@ from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG, file_sha256
 from packager.verify import excerpt, judge_record, make_result
 
 if TYPE_CHECKING:
-    from packager.pipeline import OutputPaths
+    from packager.paths import OutputPaths
     from packager.render import FileTree
 
 Kind = Literal["oracle", "nop"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from packager.adapters import Context, Prebuilt, Prompt, row_id, to_spec
 from packager.errors import PackagerError, RepoSourceError, RowError, UnknownTasksError
 from packager.model import Environment, Grading, TaskSpec
+from packager.paths import OutputPaths
 from packager.recipes import Recipes
 from packager.sources import DatasetSource, iter_rows
 
@@ -96,37 +97,6 @@ def _engine_has_image(name: str) -> bool:
         return True
     except Exception:  # noqa: BLE001 - no engine: nothing is available locally
         return False
-
-
-@dataclass(frozen=True)
-class OutputPaths:
-    """Every output path of one dataset, in one object."""
-
-    root: Path
-    dataset: str
-
-    @property
-    def base(self) -> Path:
-        return self.root / self.dataset
-
-    def task_dir(self, slug: str) -> Path:
-        return self.base / "tasks" / slug
-
-    def source_dir(self, slug: str) -> Path:
-        return self.base / "sources" / slug
-
-    def manifest_dir(self, slug: str) -> Path:
-        return self.base / "manifests" / slug
-
-    def result_file(self, slug: str) -> Path:
-        return self.base / "results" / f"{slug}.json"
-
-    def log_dir(self, slug: str) -> Path:
-        return self.base / "logs" / slug
-
-    @property
-    def report_file(self) -> Path:
-        return self.base / "report.md"
 
 
 def iter_specs(sel: Selection) -> Iterator[TaskSpec]:

@@ -46,7 +46,7 @@ from packager.model import TaskResult
 
 if TYPE_CHECKING:
     from packager.build import DockerClient
-    from packager.pipeline import OutputPaths
+    from packager.paths import OutputPaths
 
 RELEASE_DIR = "release"
 DATASETS_DIR = "datasets"

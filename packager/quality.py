@@ -47,7 +47,7 @@ from packager.model import Frozen
 if TYPE_CHECKING:
     from packager.build import DockerClient
     from packager.model import RunResult, TaskResult, TaskSpec
-    from packager.pipeline import OutputPaths
+    from packager.paths import OutputPaths
     from packager.verify import RunPlan
 
 QUALITY_VERSION = 1

@@ -20,7 +20,8 @@ import pytest
 from packager import build, naming
 from packager.audit import AuditReport, audit_image, audit_task, parse_patch
 from packager.model import TaskSpec
-from packager.pipeline import OutputPaths, Selection, iter_specs, resolve_spec
+from packager.paths import OutputPaths
+from packager.pipeline import Selection, iter_specs, resolve_spec
 from packager.sources import open_dataset
 from packager.targets.harbor import make_harbor_task
 from tests.conftest import ROOT, run_cli

@@ -425,9 +425,9 @@ def test_hidden_test_failing_every_other_run_is_flaky(work: Path, docker_client:
     oracle run 2 fails, every time. The volume is the test's doing (a wrapped client); the
     engine itself is unchanged.
     """
+    from packager.paths import OutputPaths
     from packager.pipeline import (
         BuildOptions,
-        OutputPaths,
         Selection,
         package_one,
         render_selection,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from packager.model import TaskResult, TaskSpec
-from packager.pipeline import OutputPaths
+from packager.paths import OutputPaths
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor, pytest.mark.slow]

@@ -25,7 +25,7 @@ import pytest
 
 from packager.model import TaskResult, TaskSpec
 from packager.naming import make_hud_env_name
-from packager.pipeline import OutputPaths
+from packager.paths import OutputPaths
 from tests.conftest import ROOT, run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

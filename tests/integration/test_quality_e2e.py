@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from packager.model import TaskResult, TaskSpec
-from packager.pipeline import OutputPaths, Selection, iter_specs, resolve_spec
+from packager.paths import OutputPaths
+from packager.pipeline import Selection, iter_specs, resolve_spec
 from packager.quality import (
     QualityReport,
     cached_quality,

@@ -163,7 +163,7 @@ def test_dataset_manifest_digests_match_harbor(
     rendered: Path, harbor_view: dict[str, Any], harbor_python: Path, tmp_path: Path
 ) -> None:
     from packager.harbor_engine import write_harbor_dataset
-    from packager.pipeline import OutputPaths
+    from packager.paths import OutputPaths
 
     paths = OutputPaths(rendered.parent, "samples")
     write_harbor_dataset(paths, name="samples", version="1.0")

@@ -26,7 +26,7 @@ from packager.model import (
     TaskResult,
     TaskSpec,
 )
-from packager.pipeline import OutputPaths
+from packager.paths import OutputPaths
 from packager.quality import (
     ablated_patch,
     ablation_plan,
