@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from packager.build import connect  # noqa: E402
-from packager.harbor_engine import read_trials, run_jobs, task_job  # noqa: E402
+from packager.engines.harbor import read_trials, run_jobs, task_job  # noqa: E402
 from packager.paths import OutputPaths  # noqa: E402
 from packager.pipeline import Selection, iter_specs  # noqa: E402
 from packager.sources import open_dataset  # noqa: E402

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from packager.engines import ENGINES
 from packager.errors import PackagerError
 
 if TYPE_CHECKING:
@@ -279,15 +280,46 @@ CaOpt = Annotated[
     ),
 ]
 BuildTimeoutOpt = Annotated[float, typer.Option("--build-timeout", help="Seconds per image build.")]
-ENGINES = ("local", "harbor")
 EngineOpt = Annotated[
     str,
     typer.Option(
         "--engine",
+        metavar="|".join(ENGINES),
         help="Verification engine: local (Docker SDK, seconds per run) or harbor (the real "
         "`harbor run` in the pinned .harbor environment; `make harbor`).",
     ),
 ]
+HarborEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--harbor-env",
+        metavar="NAME",
+        help="With --engine harbor: Harbor's environment type for the trials (`harbor run "
+        "--env`), default docker; e.g. daytona, modal or e2b for Harbor's cloud sandboxes "
+        "(docs/harbor.md).",
+    ),
+]
+
+
+def _engine_env(engine: str, harbor_env: str | None) -> str:
+    """The environment type `engine` runs trials in (--harbor-env, docker by default); an
+    unknown engine or a type it cannot use is a bad parameter.
+    """
+    from packager.engines import DEFAULT_ENVIRONMENT, get_engine
+
+    if harbor_env is not None and engine != "harbor":
+        raise typer.BadParameter(
+            f"--harbor-env {harbor_env} needs --engine harbor (the {engine} engine runs on the "
+            "local Docker engine)"
+        )
+    env = harbor_env if harbor_env is not None else DEFAULT_ENVIRONMENT
+    try:
+        get_engine(engine, environment=env)
+    except PackagerError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return env
+
+
 OracleRunsOpt = Annotated[int, typer.Option("--oracle-runs", min=1, help="Oracle runs per task.")]
 ForceOpt = Annotated[
     bool,
@@ -403,6 +435,7 @@ def _run_tasks(
     quality: bool = False,
     max_ablations: int = 12,
     strict_quality: bool = False,
+    harbor_env: str = "docker",
 ) -> int:
     """Render, then build (and verify) every selected task; print the table; return exit code.
 
@@ -438,6 +471,7 @@ def _run_tasks(
             quality=quality,
             max_ablations=max_ablations,
             strict_quality=strict_quality,
+            harbor_env=harbor_env,
         )
 
 
@@ -460,6 +494,7 @@ def _build_and_verify(
     quality: bool = False,
     max_ablations: int = 12,
     strict_quality: bool = False,
+    harbor_env: str = "docker",
 ) -> int:
     """_run_tasks once the tasks are rendered and the judge's endpoint is known."""
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -552,6 +587,7 @@ def _build_and_verify(
             memory_mb=memory_mb,
             engine=engine,
             judge_env=judge_env,
+            harbor_env=harbor_env,
         )
         check_quality(staged.spec, result)
         return result
@@ -740,6 +776,7 @@ def package_command(
     pull: PullOpt = False,
     memory_mb: MemoryOpt = None,
     engine: EngineOpt = "local",
+    harbor_env: HarborEnvOpt = None,
     judge: JudgeOpt = "env",
     quality: Annotated[
         bool,
@@ -756,6 +793,7 @@ def package_command(
 
     Tasks already verified for the same images are reported as cached (resume); --force reruns.
     """
+    env = _engine_env(engine, harbor_env)
     try:
         sel = _selection(**_row_args(locals()))
         code = _run_tasks(
@@ -774,6 +812,7 @@ def package_command(
             quality=quality,
             max_ablations=max_ablations,
             strict_quality=strict_quality,
+            harbor_env=env,
         )
     except PackagerError as exc:
         _fail(exc)
@@ -800,6 +839,7 @@ def verify_command(
     language: LanguageOpt = None,
     workers: WorkersOpt = 1,
     engine: EngineOpt = "local",
+    harbor_env: HarborEnvOpt = None,
     patch: Annotated[
         Path | None,
         typer.Option(
@@ -817,8 +857,7 @@ def verify_command(
     """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
     import json
 
-    if engine not in ENGINES:
-        raise typer.BadParameter(f"unknown engine {engine!r} (available: {', '.join(ENGINES)})")
+    env = _engine_env(engine, harbor_env)
     if patch is not None and engine != "local":
         raise typer.BadParameter("--patch grades with the local engine")
     try:
@@ -836,6 +875,7 @@ def verify_command(
                 memory_mb=memory_mb,
                 engine=engine,
                 judge=judge,
+                harbor_env=env,
             )
             raise typer.Exit(code)
         from packager import build

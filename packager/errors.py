@@ -4,7 +4,8 @@ PackagerError                    exit 1 unless a subclass says otherwise
 ├── InputError                   exit 2: the dataset or the command line is wrong
 │   ├── RowError                 one row: names the task and the field
 │   ├── UnknownTasksError        TASK ids not in the dataset (lists them all)
-│   └── DatasetError             the dataset cannot be read or its schema is unknown
+│   ├── DatasetError             the dataset cannot be read or its schema is unknown
+│   └── UnknownEngineError       --engine names no engine (lists the available ones)
 ├── RepoSourceError              a repository cannot be fetched or lacks a commit
 ├── EngineUnavailableError       no Docker engine answers (the message says how to start one)
 ├── BuildError                   an image failed to build (carries the log path)
@@ -51,6 +52,15 @@ class UnknownTasksError(InputError):
         self.unknown = sorted(unknown)
         self.dataset = dataset
         super().__init__(f"unknown task id(s) in dataset '{dataset}': {', '.join(self.unknown)}")
+
+
+class UnknownEngineError(InputError):
+    """A verification engine name that `packager.engines` does not know."""
+
+    def __init__(self, name: str, available: Iterable[str]) -> None:
+        self.name = name
+        self.available = tuple(available)
+        super().__init__(f"unknown engine {name!r} (available: {', '.join(self.available)})")
 
 
 class RepoSourceError(PackagerError):

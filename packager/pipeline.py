@@ -348,7 +348,7 @@ class _TaskStager:
     staging: Staging
 
     def __call__(self, spec: TaskSpec) -> _Staged:
-        from packager.harbor_engine import tree_digest
+        from packager.engines.harbor import tree_digest
         from packager.targets.harbor import make_harbor_task, task_name
         from packager.targets.hud import make_hud_files
 
@@ -436,7 +436,7 @@ def render_selection(
     in dataset order, and `on_task(instance_id, task_dir)` is called. Returns the written
     specs in order; with `keep_specs=False` none (memory stays flat over any number of rows).
     """
-    from packager.harbor_engine import write_harbor_dataset
+    from packager.engines.harbor import write_harbor_dataset
     from packager.write import Staging
 
     sources = sel.merged_repo_sources
@@ -613,70 +613,6 @@ def build_task(
     return outcome
 
 
-def verify_task(
-    client: DockerClient,
-    spec: TaskSpec,
-    paths: OutputPaths,
-    *,
-    oracle_runs: int = 2,
-    images: dict[str, str],
-    engine: str = "local",
-    durations: dict[str, float] | None = None,
-    extra_logs: dict[str, str] | None = None,
-    memory_mb: int | None = None,
-    judge_env: Mapping[str, str] | None = None,
-) -> TaskResult:
-    """Run the oracle `oracle_runs` times and the nop once; return the TaskResult.
-
-    The first run that hits an infrastructure fault ends the task's runs (its status is
-    `infra_error` whatever the other runs would say).
-    """
-    from packager.judge.endpoint import judge_grader_env
-    from packager.targets.harbor import collect_command
-    from packager.verify import RunPlan, make_result, run_once
-
-    if TYPE_CHECKING:
-        from packager.model import RunResult
-
-    slug = spec.provenance.slug
-    logs = paths.log_dir(slug)
-    plan = RunPlan(
-        task=f"{spec.provenance.dataset}/{slug}",
-        agent_image=images["agent"],
-        grader_image=images["grader"],
-        workdir=spec.repo.workdir,
-        collect=collect_command(spec),
-        solution_dir=paths.task_dir(slug) / "solution",
-        grade_timeout_sec=spec.grading.timeout_sec,
-        agent_timeout_sec=spec.agent_timeout_sec,
-        network=spec.environment.network,
-        memory_mb=memory_mb,
-        grader_env=judge_grader_env(judge_env) if spec.grading.rule == "judge" else (),
-        grader_network=spec.grading.rule == "judge",
-    )
-    oracle: list[RunResult] = []
-    nop: RunResult | None = None
-    for i in range(oracle_runs):
-        oracle.append(run_once(client, plan, "oracle", logs / f"oracle-{i + 1}"))
-        if oracle[-1].grade_status == "infra_error":
-            break
-    else:
-        nop = run_once(client, plan, "nop", logs / "nop")
-    apply_logs = next(({"apply": r.apply_log} for r in oracle if r.apply_log), {})
-    return make_result(
-        task=slug,
-        instance_id=spec.task_id,
-        dataset=spec.provenance.dataset,
-        engine=engine,
-        images=images,
-        oracle=oracle,
-        nop=nop,
-        expected_nop=spec.expectations.nop_reward,
-        durations=durations or {},
-        logs={"dir": str(logs), **(extra_logs or {}), **apply_logs},
-    )
-
-
 @dataclass(frozen=True)
 class Staged:
     """A task whose images are built and audited, ready for its runs (the run stage)."""
@@ -702,11 +638,13 @@ def package_one(
     memory_mb: int | None = None,
     engine: str = "local",
     judge_env: Mapping[str, str] | None = None,
+    harbor_env: str = "docker",
 ) -> TaskResult:
     """Build and (optionally) verify one task; every failure becomes this task's result.
 
     `judge_env` names a browser judge's model endpoint (PACKAGER_JUDGE_*): without it a
-    judge task stops at `needs_judge` after its app check.
+    judge task stops at `needs_judge` after its app check. `engine` and `harbor_env` (Harbor's
+    environment type) are as for `run_stage`.
 
     Only an interruption (Ctrl-C: `build.Cancelled`) escapes: an interrupted task has no result.
     """
@@ -734,6 +672,7 @@ def package_one(
         memory_mb=memory_mb,
         engine=engine,
         judge_env=judge_env,
+        harbor_env=harbor_env,
     )
 
 
@@ -886,38 +825,34 @@ def run_stage(
     memory_mb: int | None = None,
     engine: str = "local",
     judge_env: Mapping[str, str] | None = None,
+    harbor_env: str = "docker",
 ) -> TaskResult:
-    """Oracle and nop runs of a built task; every failure becomes its result."""
+    """Oracle and nop runs of a built task by the engine named `engine` (`packager.engines`),
+    its trials in environments of type `harbor_env` (Harbor's `--env`; only `docker` for the
+    local engine); every failure of a run becomes the task's result.
+
+    An unknown engine, or an environment type the engine cannot use, raises InputError before
+    anything runs: that is the command line's fault, not the task's.
+    """
     from packager.build import Cancelled, check_cancelled
+    from packager.engines import get_engine
     from packager.errors import PackagerError
 
     spec, finish = staged.spec, staged.finish
     check_cancelled()
+    runner = get_engine(engine, environment=harbor_env)
     try:
-        if engine == "harbor":
-            from packager.harbor_engine import verify_task_harbor
-
-            verified = verify_task_harbor(
-                spec,
-                paths,
-                images=staged.images,
-                oracle_runs=oracle_runs,
-                durations=staged.durations,
-                extra_logs=staged.logs,
-                judge_env=judge_env,
-            )
-        else:
-            verified = verify_task(
-                client,
-                spec,
-                paths,
-                oracle_runs=oracle_runs,
-                images=staged.images,
-                durations=staged.durations,
-                extra_logs=staged.logs,
-                memory_mb=memory_mb,
-                judge_env=judge_env,
-            )
+        verified = runner.verify(
+            spec,
+            paths,
+            client=client,
+            images=staged.images,
+            oracle_runs=oracle_runs,
+            durations=staged.durations,
+            extra_logs=staged.logs,
+            memory_mb=memory_mb,
+            judge_env=judge_env,
+        )
         return verified.model_copy(update={"image_ids": staged.image_ids})
     except Cancelled:
         raise

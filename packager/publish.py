@@ -400,7 +400,7 @@ def publish(
     log: Callable[[str], None] = lambda _: None,
 ) -> PublishReport:
     """Push, copy and commit the release of `results` (see the module docstring)."""
-    from packager.harbor_engine import _task_name, task_digest
+    from packager.engines.harbor import _task_name, task_digest
     from packager.write import swap_into_place, write_text
 
     name = name or paths.dataset

@@ -3,6 +3,7 @@ real Docker engine: no mocks.
 
 Per gradeable sample: `packager build`, then the local engine and the harbor engine on the same
 images; Harbor must give oracle 1.0 every time and the very nop reward the local engine gives.
+`packager verify --engine harbor --harbor-env docker` verifies one of them through the command.
 Then one dataset-wide `harbor run -d samples@1.0 --registry-path registry.json -a oracle`
 (oracle only, to keep the suite short) must reproduce the oracle rewards. The SWEeper sample
 (judged in a browser) is linted but not run.
@@ -69,7 +70,7 @@ def _left_behind(docker_client: Any) -> list[Any]:
 
 
 def test_harbor_lint_passes_on_every_sample_task(paths: OutputPaths, harbor_python: Path) -> None:
-    from packager.harbor_engine import harbor_env
+    from packager.engines.harbor import harbor_env
 
     harbor = harbor_python.parent / "harbor"
     tasks = sorted(p for p in (paths.base / "tasks").iterdir() if p.is_dir())
@@ -99,8 +100,8 @@ def test_harbor_lint_passes_on_every_sample_task(paths: OutputPaths, harbor_pyth
 def test_harbor_engine_matches_local_engine(
     task: str, paths: OutputPaths, docker_client: Any, harbor_results: dict[str, TaskResult]
 ) -> None:
-    from packager.harbor_engine import verify_task_harbor
-    from packager.pipeline import verify_task
+    from packager.engines.harbor import verify_task_harbor
+    from packager.engines.local import verify_task
 
     proc = run_cli("build", task, "--out", str(paths.root))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -138,10 +139,28 @@ def test_harbor_engine_matches_local_engine(
     assert _left_behind(docker_client) == [], "containers left behind"
 
 
+def test_cli_verify_with_harbor_env_docker(paths: OutputPaths, docker_client: Any) -> None:
+    """`--engine harbor --harbor-env docker` through the command: the type reaches both jobs
+    (Harbor records it in each job's config.json) and the task verifies.
+    """
+    task = GRADEABLE[0]
+    proc = run_cli(
+        "verify", task, "--out", str(paths.root), "--engine", "harbor", "--harbor-env", "docker",
+        "--oracle-runs", "1", "--force",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = TaskResult.model_validate_json(paths.result_file(task).read_text())
+    assert (result.engine, result.status) == ("harbor", "verified"), result.reason
+    for agent in ("oracle", "nop"):
+        config = json.loads((paths.base / "harbor-jobs" / task / agent / "config.json").read_text())
+        assert config["environment"]["type"] == "docker", config
+    assert _left_behind(docker_client) == [], "containers left behind"
+
+
 def test_dataset_run_through_registry_reproduces_oracle_rewards(
     paths: OutputPaths, docker_client: Any, harbor_results: dict[str, TaskResult]
 ) -> None:
-    from packager.harbor_engine import run_dataset, write_harbor_dataset
+    from packager.engines.harbor import run_dataset, write_harbor_dataset
 
     manifest, registry = write_harbor_dataset(paths, name="samples", version="1.0")
     assert manifest == paths.base / "dataset.toml"
@@ -166,7 +185,7 @@ def test_a_trial_error_is_an_infra_error_not_a_zero(
     """Harbor exits 0 when a trial errors; the engine reads result.json and says why."""
     import shutil
 
-    from packager.harbor_engine import read_trials, run_jobs, task_job, trial_run
+    from packager.engines.harbor import read_trials, run_jobs, task_job, trial_run
 
     task = tmp_path / GRADEABLE[0]
     shutil.copytree(paths.task_dir(GRADEABLE[0]), task)

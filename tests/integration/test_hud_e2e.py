@@ -149,8 +149,8 @@ def test_tasks_py_imports_with_real_hud(task: str, paths: OutputPaths, hud_pytho
 def test_hud_image_rollouts_match_local_engine(
     task: str, paths: OutputPaths, docker_client: Any, hud_python: Path
 ) -> None:
+    from packager.engines.local import verify_task
     from packager.hud_build import build_hud_image, hud_image_tag
-    from packager.pipeline import verify_task
     from packager.targets.hud import BUILD_CA_NAME
 
     # The agent image (cached by content hash), then the local engine as the reference.

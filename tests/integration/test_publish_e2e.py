@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from packager.harbor_engine import harbor_env, run_dataset
+from packager.engines.harbor import harbor_env, run_dataset
 from packager.paths import OutputPaths
 from packager.samples.generate import generate
 from tests.conftest import run_cli

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packager.harbor_engine import task_digest, tree_digest
+from packager.engines.harbor import task_digest, tree_digest
 from packager.pipeline import Selection, iter_specs, resolve_spec
 from packager.sources import open_dataset
 from packager.targets.harbor import make_harbor_task

@@ -1,5 +1,10 @@
 """The `harbor` verification engine: the real `harbor run` on a rendered, built task folder.
 
+`make_engine(environment=...)` is the engine `packager.engines` hands out; `environment` is
+Harbor's environment type (`harbor run --env`, `--harbor-env` on the command line): `docker`
+(the default, the local Docker engine) or a cloud sandbox type such as `daytona`, `modal` or
+`e2b`, or a custom environment's import path (`module.path:ClassName`).
+
 `harbor run` exits 0 even when every trial errored, so its exit code is never trusted: every
 trial's `result.json` is read instead (`verifier_result.rewards`, `exception_info`), and the
 task status comes from `packager.verify.make_result`, exactly as for the local engine.
@@ -25,25 +30,27 @@ import subprocess
 import time
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import tomli_w
 
-from packager.errors import EngineUnavailableError, RunError
+from packager.engines import DEFAULT_ENVIRONMENT
+from packager.errors import EngineUnavailableError, InputError, RunError
 from packager.judge.endpoint import judge_grader_env
 from packager.model import RunResult, TaskResult, TaskSpec
 from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG, file_sha256
 from packager.verify import excerpt, judge_record, make_result
 
 if TYPE_CHECKING:
+    from packager.build import DockerClient
     from packager.paths import OutputPaths
     from packager.render import FileTree
 
 Kind = Literal["oracle", "nop"]
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HARBOR_VARIABLE = "PACKAGER_HARBOR"
 DEFAULT_HARBOR = PROJECT_ROOT / ".harbor" / "venv" / "bin" / "harbor"
 JOBS_DIR = "harbor-jobs"
@@ -53,6 +60,58 @@ ORACLE_CONCURRENCY = 2
 ENV_START_SEC = 600.0
 """Allowance per trial for starting (not building: images are prebuilt) its two environments."""
 STOP_GRACE_SEC = 30.0
+ENV_TYPES = (
+    "docker",
+    "sbx",
+    "podman",
+    "daytona",
+    "e2b",
+    "modal",
+    "runloop",
+    "langsmith",
+    "ec2",
+    "gke",
+    "ack",
+    "openshift",
+    "novita",
+    "apple-container",
+    "singularity",
+    "islo",
+    "tensorlake",
+    "cwsandbox",
+    "use-computer",
+    "cua-cloud",
+    "blaxel",
+    "opensandbox",
+    "beam",
+    "skypilot",
+    "hf-sandbox",
+    "hyperbrowser",
+    "vercel",
+    "runta",
+    "prime",
+    "kata",
+    "mosaic",
+    "smol",
+    "sail",
+    "kernel",
+)
+"""Harbor 0.25's environment types (`harbor run --env`; its `EnvironmentType`)."""
+
+
+def check_env_type(env_type: str) -> str:
+    """`env_type` when Harbor 0.25 knows it (or it is an import path `module.path:ClassName`);
+    else InputError naming the known types, before anything is built.
+    """
+    if env_type in ENV_TYPES:
+        return env_type
+    module, _, cls = env_type.partition(":")
+    if module and cls and all(part.isidentifier() for part in [*module.split("."), cls]):
+        return env_type
+    raise InputError(
+        f"unknown Harbor environment type {env_type!r} (Harbor 0.25 knows: "
+        f"{', '.join(sorted(ENV_TYPES))}; or a custom one as module.path:ClassName)"
+    )
 
 
 # --------------------------------------------------------------------------- the harbor command
@@ -364,8 +423,11 @@ def task_job(
     timeout_sec: float,
     cleanup_labels: dict[str, str],
     extra_args: Sequence[str] = (),
+    env_type: str = DEFAULT_ENVIRONMENT,
 ) -> HarborJob:
-    """`harbor run -p <task> -a <agent> -k <attempts>` into `<jobs_root>/<agent>/`."""
+    """`harbor run -p <task> -a <agent> -k <attempts> --env <env_type>` into
+    `<jobs_root>/<agent>/`.
+    """
     task_dir = task_dir.resolve()
     return HarborJob(
         args=(
@@ -374,6 +436,8 @@ def task_job(
             str(task_dir),
             "-a",
             agent,
+            "--env",
+            env_type,
             "-k",
             str(attempts),
             "-n",
@@ -430,9 +494,11 @@ def verify_task_harbor(
     extra_logs: dict[str, str] | None = None,
     timeout_sec: float | None = None,
     judge_env: Mapping[str, str] | None = None,
+    env_type: str = DEFAULT_ENVIRONMENT,
 ) -> TaskResult:
     """Oracle `oracle_runs` times (one job, `-k`) and nop once (a second job, run alongside)
-    through the real `harbor run`; the TaskResult is decided as for the local engine.
+    through the real `harbor run` in Harbor environments of type `env_type`; the TaskResult is
+    decided as for the local engine.
     """
     slug = spec.provenance.slug
     task_dir = paths.task_dir(slug)
@@ -448,6 +514,7 @@ def verify_task_harbor(
         concurrency=concurrency,
         cleanup_labels=labels,
         timeout_sec=timeout_sec or job_timeout(spec, oracle_runs, concurrency),
+        env_type=env_type,
     )
     nop_job = task_job(
         task_dir,
@@ -455,6 +522,7 @@ def verify_task_harbor(
         jobs_root,
         cleanup_labels=labels,
         timeout_sec=timeout_sec or job_timeout(spec, 1, 1),
+        env_type=env_type,
     )
     codes = run_jobs(
         [oracle_job, nop_job],
@@ -490,9 +558,11 @@ def run_dataset(
     attempts: int = 1,
     concurrency: int = 2,
     timeout_sec: float = 3600.0,
+    env_type: str = DEFAULT_ENVIRONMENT,
 ) -> list[Trial]:
-    """`harbor run -d <name>@<version> --registry-path registry.json -a <agent>` from
-    `<out>/<dataset>`; returns every trial (job in `harbor-jobs/@dataset/<agent>/`).
+    """`harbor run -d <name>@<version> --registry-path registry.json -a <agent> --env
+    <env_type>` from `<out>/<dataset>`; returns every trial (job in
+    `harbor-jobs/@dataset/<agent>/`).
     """
     from packager.build import RUN_ID
 
@@ -506,6 +576,8 @@ def run_dataset(
         "registry.json",
         "-a",
         agent,
+        "--env",
+        env_type,
         "-k",
         str(attempts),
         "-n",
@@ -532,6 +604,47 @@ def run_dataset(
     if not trials:
         raise RunError(paths.dataset, _no_trial(job, code), job.log_path)
     return trials
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+@dataclass(frozen=True)
+class HarborEngine:
+    """`verify_task_harbor` as an engine, in Harbor environments of type `environment`."""
+
+    environment: str = DEFAULT_ENVIRONMENT
+    name: str = field(default="harbor", init=False)
+
+    def verify(
+        self,
+        spec: TaskSpec,
+        paths: OutputPaths,
+        *,
+        client: DockerClient,
+        images: dict[str, str],
+        oracle_runs: int,
+        durations: dict[str, float] | None = None,
+        extra_logs: dict[str, str] | None = None,
+        memory_mb: int | None = None,
+        judge_env: Mapping[str, str] | None = None,
+    ) -> TaskResult:
+        """Harbor starts the containers itself: `client` and `memory_mb` are not used."""
+        return verify_task_harbor(
+            spec,
+            paths,
+            images=images,
+            oracle_runs=oracle_runs,
+            durations=durations,
+            extra_logs=extra_logs,
+            judge_env=judge_env,
+            env_type=self.environment,
+        )
+
+
+def make_engine(*, environment: str = DEFAULT_ENVIRONMENT) -> HarborEngine:
+    """The harbor engine for Harbor environment type `environment` (checked here)."""
+    return HarborEngine(check_env_type(environment))
 
 
 # --------------------------------------------------------------------------- dataset manifests

@@ -1,0 +1,80 @@
+"""Verification engines: what runs a built task's oracle and nop runs and decides its result.
+
+An engine is one module of this package holding a factory
+
+    def make_engine(*, environment: str = "docker") -> Engine
+
+and one line in `ENGINES` (name → module). Modules are imported only when their engine is
+asked for, so `harbor` costs nothing to a local run. `environment` is the environment type the
+engine's trials run in (`--harbor-env`): an engine that only runs on the local Docker engine
+accepts `docker` and raises `InputError` for any other type.
+
+* `local` (`packager.engines.local`): the Docker SDK, Harbor's separate-verifier protocol
+  reproduced in a few seconds per run.
+* `harbor` (`packager.engines.harbor`): the real `harbor run` of the pinned Harbor 0.25.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from packager.errors import UnknownEngineError
+
+if TYPE_CHECKING:
+    from packager.build import DockerClient
+    from packager.model import TaskResult, TaskSpec
+    from packager.paths import OutputPaths
+
+ENGINES: dict[str, str] = {
+    "local": "packager.engines.local",
+    "harbor": "packager.engines.harbor",
+}
+"""Engine name → the module whose `make_engine` makes it."""
+DEFAULT_ENGINE = "local"
+DEFAULT_ENVIRONMENT = "docker"
+"""The environment type of every engine unless told otherwise (Harbor's own default too)."""
+
+
+class Engine(Protocol):
+    """Runs the oracle `oracle_runs` times and the nop once on a task's built images."""
+
+    @property
+    def name(self) -> str:
+        """What results record as their `engine` (and a rerun's cache compares)."""
+        ...
+
+    def verify(
+        self,
+        spec: TaskSpec,
+        paths: OutputPaths,
+        *,
+        client: DockerClient,
+        images: dict[str, str],
+        oracle_runs: int,
+        durations: dict[str, float] | None = None,
+        extra_logs: dict[str, str] | None = None,
+        memory_mb: int | None = None,
+        judge_env: Mapping[str, str] | None = None,
+    ) -> TaskResult:
+        """The task's result (status decided by `packager.verify.make_result`). `durations`
+        and `extra_logs` (build and audit figures) are carried into it; `memory_mb` and
+        `client` are for engines that start the containers themselves; `judge_env` reaches a
+        browser judge's grader.
+        """
+        ...
+
+
+def get_engine(name: str, **options: Any) -> Engine:
+    """The engine called `name`, made with `options` (`environment=`, see the module doc).
+
+    Raises UnknownEngineError (naming the available engines) for a name not in ENGINES, and
+    InputError for an option the engine cannot honour.
+    """
+    module_name = ENGINES.get(name)
+    if module_name is None:
+        raise UnknownEngineError(name, ENGINES)
+    module = importlib.import_module(module_name)
+    engine: Engine = module.make_engine(**options)
+    return engine

@@ -1,0 +1,120 @@
+"""The `local` verification engine: Harbor's separate-verifier protocol reproduced with the
+Docker SDK (`packager.verify`), a few seconds per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from packager.engines import DEFAULT_ENVIRONMENT
+from packager.errors import InputError
+from packager.judge.endpoint import judge_grader_env
+from packager.model import RunResult, TaskResult, TaskSpec
+from packager.targets.harbor import collect_command
+from packager.verify import RunPlan, make_result, run_once
+
+if TYPE_CHECKING:
+    from packager.build import DockerClient
+    from packager.paths import OutputPaths
+
+
+def verify_task(
+    client: DockerClient,
+    spec: TaskSpec,
+    paths: OutputPaths,
+    *,
+    oracle_runs: int = 2,
+    images: dict[str, str],
+    engine: str = "local",
+    durations: dict[str, float] | None = None,
+    extra_logs: dict[str, str] | None = None,
+    memory_mb: int | None = None,
+    judge_env: Mapping[str, str] | None = None,
+) -> TaskResult:
+    """Run the oracle `oracle_runs` times and the nop once; return the TaskResult.
+
+    The first run that hits an infrastructure fault ends the task's runs (its status is
+    `infra_error` whatever the other runs would say).
+    """
+    slug = spec.provenance.slug
+    logs = paths.log_dir(slug)
+    plan = RunPlan(
+        task=f"{spec.provenance.dataset}/{slug}",
+        agent_image=images["agent"],
+        grader_image=images["grader"],
+        workdir=spec.repo.workdir,
+        collect=collect_command(spec),
+        solution_dir=paths.task_dir(slug) / "solution",
+        grade_timeout_sec=spec.grading.timeout_sec,
+        agent_timeout_sec=spec.agent_timeout_sec,
+        network=spec.environment.network,
+        memory_mb=memory_mb,
+        grader_env=judge_grader_env(judge_env) if spec.grading.rule == "judge" else (),
+        grader_network=spec.grading.rule == "judge",
+    )
+    oracle: list[RunResult] = []
+    nop: RunResult | None = None
+    for i in range(oracle_runs):
+        oracle.append(run_once(client, plan, "oracle", logs / f"oracle-{i + 1}"))
+        if oracle[-1].grade_status == "infra_error":
+            break
+    else:
+        nop = run_once(client, plan, "nop", logs / "nop")
+    apply_logs = next(({"apply": r.apply_log} for r in oracle if r.apply_log), {})
+    return make_result(
+        task=slug,
+        instance_id=spec.task_id,
+        dataset=spec.provenance.dataset,
+        engine=engine,
+        images=images,
+        oracle=oracle,
+        nop=nop,
+        expected_nop=spec.expectations.nop_reward,
+        durations=durations or {},
+        logs={"dir": str(logs), **(extra_logs or {}), **apply_logs},
+    )
+
+
+@dataclass(frozen=True)
+class LocalEngine:
+    """`verify_task` as an engine."""
+
+    name: str = "local"
+
+    def verify(
+        self,
+        spec: TaskSpec,
+        paths: OutputPaths,
+        *,
+        client: DockerClient,
+        images: dict[str, str],
+        oracle_runs: int,
+        durations: dict[str, float] | None = None,
+        extra_logs: dict[str, str] | None = None,
+        memory_mb: int | None = None,
+        judge_env: Mapping[str, str] | None = None,
+    ) -> TaskResult:
+        return verify_task(
+            client,
+            spec,
+            paths,
+            oracle_runs=oracle_runs,
+            images=images,
+            engine=self.name,
+            durations=durations,
+            extra_logs=extra_logs,
+            memory_mb=memory_mb,
+            judge_env=judge_env,
+        )
+
+
+def make_engine(*, environment: str = DEFAULT_ENVIRONMENT) -> LocalEngine:
+    """The local engine; it runs on the local Docker engine only (environment type `docker`)."""
+    if environment != DEFAULT_ENVIRONMENT:
+        raise InputError(
+            f"the local engine runs on the local Docker engine only, not on environment type "
+            f"{environment!r}: use --engine harbor --harbor-env {environment}"
+        )
+    return LocalEngine()
