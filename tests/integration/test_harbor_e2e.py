@@ -3,7 +3,7 @@ real Docker engine: no mocks.
 
 Per gradeable sample: `packager build`, then the local engine and the harbor engine on the same
 images; Harbor must give oracle 1.0 every time and the very nop reward the local engine gives.
-`packager verify --engine harbor --harbor-env docker` verifies one of them through the command.
+`packager verify --engine harbor --harbor-env docker|daytona` checks that the type reaches Harbor.
 Then one dataset-wide `harbor run -d samples@1.0 --registry-path registry.json -a oracle`
 (oracle only, to keep the suite short) must reproduce the oracle rewards. The SWEeper sample
 (judged in a browser) is linted but not run.
@@ -12,6 +12,7 @@ Then one dataset-wide `harbor run -d samples@1.0 --registry-path registry.json -
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -139,9 +140,13 @@ def test_harbor_engine_matches_local_engine(
     assert _left_behind(docker_client) == [], "containers left behind"
 
 
-def test_cli_verify_with_harbor_env_docker(paths: OutputPaths, docker_client: Any) -> None:
-    """`--engine harbor --harbor-env docker` through the command: the type reaches both jobs
-    (Harbor records it in each job's config.json) and the task verifies.
+def test_cli_verify_passes_harbor_env_to_both_jobs(paths: OutputPaths, docker_client: Any) -> None:
+    """`--engine harbor --harbor-env TYPE` through the command reaches both of Harbor's jobs.
+
+    docker: the task verifies. Harbor writes each job's config.json without its defaults, and
+    docker is its default type, so an absent type there means docker. daytona (no account on
+    this machine) tells the two apart: both jobs must fail in Harbor's Daytona environment, and
+    the task is infra_error naming it, never a reward of 0 (the verdict of the docker run stays).
     """
     task = GRADEABLE[0]
     proc = run_cli(
@@ -151,10 +156,29 @@ def test_cli_verify_with_harbor_env_docker(paths: OutputPaths, docker_client: An
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = TaskResult.model_validate_json(paths.result_file(task).read_text())
     assert (result.engine, result.status) == ("harbor", "verified"), result.reason
+    jobs = paths.base / "harbor-jobs" / task
     for agent in ("oracle", "nop"):
-        config = json.loads((paths.base / "harbor-jobs" / task / agent / "config.json").read_text())
-        assert config["environment"]["type"] == "docker", config
+        config = json.loads((jobs / agent / "config.json").read_text())
+        assert config.get("environment", {}).get("type", "docker") == "docker", config
+        assert "Daytona" not in (jobs / f"{agent}.log").read_text()
     assert _left_behind(docker_client) == [], "containers left behind"
+
+    assert not [k for k in os.environ if k.startswith("DAYTONA_")], "a Daytona account is set"
+    proc = run_cli(
+        "verify", task, "--out", str(paths.root), "--engine", "harbor", "--harbor-env", "daytona",
+        "--oracle-runs", "1", "--force",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    # An infra_error never replaces the verdict before it: it goes beside it.
+    error = paths.base / "results" / f"{task}.error.json"
+    result = TaskResult.model_validate_json(error.read_text())
+    assert result.status == "infra_error" and "DAYTONA_API_KEY" in result.reason, result.reason
+    runs = [*result.oracle, *([result.nop] if result.nop else [])]
+    assert runs and all(r.reward is None and r.grade_status == "infra_error" for r in runs), runs
+    for agent in ("oracle", "nop"):
+        assert "DAYTONA_API_KEY" in (jobs / f"{agent}.log").read_text(), agent
+    kept = TaskResult.model_validate_json(paths.result_file(task).read_text())
+    assert kept.status == "verified"
 
 
 def test_dataset_run_through_registry_reproduces_oracle_rewards(
