@@ -23,7 +23,7 @@ help:
 $(BIN)/.installed: pyproject.toml requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,ray]'
 	$(BIN)/pip install -q --no-deps -r requirements-test.txt
 	@touch $@
 
@@ -62,11 +62,12 @@ check: lint typecheck test
 golden: install
 	$(BIN)/python -m tests.golden.regenerate
 
-bench: install docker harbor
+bench: install docker harbor registry
 	$(BIN)/python benchmarks/render.py
 	$(BIN)/python benchmarks/verify.py
 	$(BIN)/python benchmarks/engines.py
 	$(BIN)/python benchmarks/judge.py
+	$(BIN)/python benchmarks/executors.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -7,6 +7,7 @@ or a run failed; 2 bad input (dataset, row, task id, option); 3 no Docker engine
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -301,6 +302,54 @@ HarborEnvOpt = Annotated[
 ]
 
 
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        metavar="local|ray",
+        help="Where each task's build, audit and verification run: local (this machine's "
+        "Docker engine, -j at once) or ray (one job per task on a Ray cluster, each on its "
+        "node's Docker engine; needs packager[ray]; docs/scale.md).",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="With --executor ray: the cluster's head, as `ray start --head` prints it "
+        "(default: RAY_ADDRESS, else the cluster this machine belongs to).",
+    ),
+]
+WorkersPerNodeOpt = Annotated[
+    int,
+    typer.Option(
+        "--workers-per-node",
+        min=1,
+        help="With --executor ray: at most this many jobs at once on each node (each asks "
+        "Ray for that share of the node's CPUs, so Ray itself holds the cap).",
+    ),
+]
+JobRegistryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--registry",
+        metavar="HOST[:PORT]/NAMESPACE",
+        help="With --executor ray: each job pushes its task's images there, and nodes pull "
+        "from it the base images their engine lacks (the driver pushes those first).",
+    ),
+]
+SharedReposOpt = Annotated[
+    bool,
+    typer.Option(
+        "--shared-repos",
+        help="With --executor ray: the repo sources (--repo-source paths and folders, the "
+        "dataset's bundles) are at the same paths on every node (a shared filesystem), so "
+        "they are not shipped through Ray's object store.",
+    ),
+]
+
+
 def _engine_env(engine: str, harbor_env: str | None) -> str:
     """The environment type `engine` runs trials in (--harbor-env, docker by default); an
     unknown engine or a type it cannot use is a bad parameter.
@@ -436,6 +485,7 @@ def _run_tasks(
     max_ablations: int = 12,
     strict_quality: bool = False,
     harbor_env: str = "docker",
+    executor: ExecutorChoice | None = None,
 ) -> int:
     """Render, then build (and verify) every selected task; print the table; return exit code.
 
@@ -472,7 +522,60 @@ def _run_tasks(
             max_ablations=max_ablations,
             strict_quality=strict_quality,
             harbor_env=harbor_env,
+            executor=executor,
         )
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """Where the jobs run (`--executor` and its options)."""
+
+    name: str = "local"
+    ray_address: str | None = None
+    workers_per_node: int = 1
+    registry: str | None = None
+    shared_repos: bool = False
+
+
+def _executor_choice(
+    executor: str,
+    ray_address: str | None,
+    workers_per_node: int,
+    registry: str | None,
+    shared_repos: bool,
+    *,
+    quality: bool = False,
+) -> ExecutorChoice:
+    """The validated executor options (bad combinations are bad parameters)."""
+    from packager.executors import names
+
+    if executor not in names():
+        raise typer.BadParameter(f"unknown executor {executor!r} (available: {', '.join(names())})")
+    if executor != "ray":
+        for given, flag in (
+            (ray_address, "--ray-address"),
+            (workers_per_node != 1 or None, "--workers-per-node"),
+            (shared_repos or None, "--shared-repos"),
+        ):
+            if given is not None:
+                raise typer.BadParameter(f"{flag} needs --executor ray")
+    if executor == "ray" and quality:
+        raise typer.BadParameter("--quality runs with the local executor only")
+    if executor == "ray" and ray_address is not None:
+        from packager.executors.ray import head_endpoint
+
+        try:
+            head_endpoint(ray_address)
+        except PackagerError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    if registry is not None:
+        from packager.publish import Registry
+
+        try:
+            Registry.parse(registry)
+        except PackagerError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return ExecutorChoice(executor, ray_address, workers_per_node, registry, shared_repos)
 
 
 def _build_and_verify(
@@ -495,35 +598,33 @@ def _build_and_verify(
     max_ablations: int = 12,
     strict_quality: bool = False,
     harbor_env: str = "docker",
+    executor: ExecutorChoice | None = None,
 ) -> int:
     """_run_tasks once the tasks are rendered and the judge's endpoint is known."""
-    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from packager import build
-    from packager.model import TaskResult
+    from packager.executors import Events, Executor, Interrupted, Job, get_executor
     from packager.paths import OutputPaths
-    from packager.pipeline import (
-        BuildOptions,
-        build_stage,
-        cached_result,
-        run_stage,
-        write_report,
-        write_result,
-    )
+    from packager.pipeline import BuildOptions, cached_result, write_report, write_result
 
+    choice = executor or ExecutorChoice()
     paths = OutputPaths(out, sel.dataset.name)
-    client = build.connect()
-    swept = build.remove_orphan_containers(client)
-    if swept:
-        console.print(f"removed {swept} container(s) left by an earlier run that did not finish")
+    client: Any = None
+    if choice.name == "local":
+        client = build.connect()
+        swept = build.remove_orphan_containers(client)
+        if swept:
+            console.print(
+                f"removed {swept} container(s) left by an earlier run that did not finish"
+            )
     opts = BuildOptions(
         timeout_sec=build_timeout, ca_bundle=ca_bundle, pull=pull, mirror_dirs=sel.mirror_dirs
     )
     results: list[TaskResult] = []
     todo = []
     for spec in specs:
+        # With Ray the images live on the nodes' engines: the saved result alone decides.
         cached = (
             None
             if (force or not verify)
@@ -554,11 +655,6 @@ def _build_and_verify(
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
     )
-    # Two bounded pools: builds (and audits) of later tasks overlap the runs of earlier ones.
-    build_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build")
-    run_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run")
-    stage_of: dict[Future[Any], str] = {}
-
     flagged: list[str] = []
 
     def check_quality(spec: TaskSpec, result: TaskResult) -> None:
@@ -577,20 +673,6 @@ def _build_and_verify(
         _echo_quality(report)
         if report.flagged:
             flagged.append(result.instance_id)
-
-    def run_and_check(staged: Any) -> TaskResult:
-        result = run_stage(
-            staged,
-            paths,
-            oracle_runs=oracle_runs,
-            client=client,
-            memory_mb=memory_mb,
-            engine=engine,
-            judge_env=judge_env,
-            harbor_env=harbor_env,
-        )
-        check_quality(staged.spec, result)
-        return result
 
     if quality:  # tasks verified before: their quality (cached when nothing changed)
         by_id = {s.task_id: s for s in specs}
@@ -611,66 +693,60 @@ def _build_and_verify(
             + kept
         )
 
+    runner: Executor
+    if choice.name == "local":
+        runner = get_executor("local", client=client, workers=workers)
+    else:
+        from packager.publish import Registry
+
+        runner = get_executor(
+            choice.name,
+            address=choice.ray_address or "auto",
+            workers_per_node=choice.workers_per_node,
+            registry=Registry.parse(choice.registry) if choice.registry else None,
+            shared_repos=choice.shared_repos,
+            local_client=_local_engine_or_none(),
+            log=lambda text: console.print(text, highlight=False, markup=False),
+        )
+    job = Job(
+        paths=paths,
+        repo_sources=sel.merged_repo_sources,
+        build_opts=opts,
+        verify=verify,
+        oracle_runs=oracle_runs,
+        memory_mb=memory_mb,
+        engine=engine,
+        harbor_env=harbor_env,
+        judge_env=judge_env,
+    )
     try:
         with Progress(*columns, console=console, transient=False) as progress:
             build_bar = progress.add_task("build + audit", total=len(todo))
             run_bar = progress.add_task("verify", total=len(todo)) if verify else None
-            pending: set[Future[Any]] = set()
-            for spec in todo:
-                future = build_pool.submit(
-                    build_stage,
-                    spec,
-                    paths,
-                    sel.merged_repo_sources,
-                    build_opts=opts,
-                    verify=verify,
-                    client=client,
-                    engine=engine,
-                    judge_env=judge_env,
-                )
-                stage_of[future] = "build"
-                pending.add(future)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    stage = stage_of.pop(future)
-                    outcome = future.result()
-                    if stage == "run":
-                        assert run_bar is not None and isinstance(outcome, TaskResult)
-                        progress.advance(run_bar)
-                        record(outcome)
-                        continue
-                    progress.advance(build_bar)
-                    if isinstance(outcome, TaskResult):
-                        record(outcome)  # ended at build: nothing to run
-                        if run_bar is not None:
-                            progress.advance(run_bar)
-                    elif not verify:
-                        record(outcome.finish("built"))
-                    else:
-                        run = run_pool.submit(run_and_check, outcome)
-                        stage_of[run] = "run"
-                        pending.add(run)
-    except KeyboardInterrupt:
-        build.CANCEL.set()
-        for pool in (build_pool, run_pool):
-            pool.shutdown(wait=False, cancel_futures=True)
-        removed = build.remove_run_containers(client)
-        # Workers stop at their next container or build; wait for them, then sweep again.
-        for future in list(stage_of):
-            try:
-                future.exception(timeout=60)
-            except BaseException:  # noqa: BLE001 - cancelled, timed out or interrupted again
-                pass
-        removed += build.remove_run_containers(client)
-        console.print(f"interrupted: removed {removed} container(s); finished results are kept")
+
+            def finished(result: TaskResult) -> None:
+                if run_bar is not None:
+                    progress.advance(run_bar)
+                record(result)
+
+            runner.run(
+                todo,
+                job,
+                Events(
+                    built=lambda: progress.advance(build_bar),
+                    result=finished,
+                    ran=(lambda staged, result: check_quality(staged.spec, result))
+                    if quality
+                    else None,
+                ),
+            )
+    except Interrupted as exc:
+        console.print(f"{exc}; finished results are kept")
         raise typer.Exit(130) from None
-    for pool in (build_pool, run_pool):
-        pool.shutdown(wait=True)
     from packager.clean import disk_use
 
     try:
-        disk: dict[str, int] | None = disk_use(client)
+        disk: dict[str, int] | None = disk_use(client) if client is not None else None
     except Exception:  # noqa: BLE001 - a figure for the report, never a reason to fail
         disk = None
     report = write_report(paths, disk)
@@ -695,6 +771,16 @@ def _build_and_verify(
     if strict_quality and flagged:
         return 1
     return 0 if all(r.status in good for r in results) else 1
+
+
+def _local_engine_or_none() -> Any:
+    """The local engine when one answers (the Ray driver pushes base images from it), else None."""
+    from packager import build
+
+    try:
+        return build.connect(timeout=10)
+    except PackagerError:
+        return None
 
 
 def _print_table(results: list[TaskResult]) -> None:
@@ -777,6 +863,11 @@ def package_command(
     memory_mb: MemoryOpt = None,
     engine: EngineOpt = "local",
     harbor_env: HarborEnvOpt = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
+    workers_per_node: WorkersPerNodeOpt = 1,
+    registry: JobRegistryOpt = None,
+    shared_repos: SharedReposOpt = False,
     judge: JudgeOpt = "env",
     quality: Annotated[
         bool,
@@ -794,6 +885,9 @@ def package_command(
     Tasks already verified for the same images are reported as cached (resume); --force reruns.
     """
     env = _engine_env(engine, harbor_env)
+    runner = _executor_choice(
+        executor, ray_address, workers_per_node, registry, shared_repos, quality=quality
+    )
     try:
         sel = _selection(**_row_args(locals()))
         code = _run_tasks(
@@ -813,6 +907,7 @@ def package_command(
             max_ablations=max_ablations,
             strict_quality=strict_quality,
             harbor_env=env,
+            executor=runner,
         )
     except PackagerError as exc:
         _fail(exc)
@@ -840,6 +935,11 @@ def verify_command(
     workers: WorkersOpt = 1,
     engine: EngineOpt = "local",
     harbor_env: HarborEnvOpt = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
+    workers_per_node: WorkersPerNodeOpt = 1,
+    registry: JobRegistryOpt = None,
+    shared_repos: SharedReposOpt = False,
     patch: Annotated[
         Path | None,
         typer.Option(
@@ -858,8 +958,9 @@ def verify_command(
     import json
 
     env = _engine_env(engine, harbor_env)
-    if patch is not None and engine != "local":
-        raise typer.BadParameter("--patch grades with the local engine")
+    runner = _executor_choice(executor, ray_address, workers_per_node, registry, shared_repos)
+    if patch is not None and (engine != "local" or runner.name != "local"):
+        raise typer.BadParameter("--patch grades with the local engine and executor")
     try:
         sel = _selection(**_row_args(locals()))
         if patch is None:
@@ -876,6 +977,7 @@ def verify_command(
                 engine=engine,
                 judge=judge,
                 harbor_env=env,
+                executor=runner,
             )
             raise typer.Exit(code)
         from packager import build
@@ -1083,11 +1185,21 @@ def publish_command(
         str | None, typer.Option("--name", help="Dataset name (default: the dataset's).")
     ] = None,
     version: Annotated[str, typer.Option("--version", help="Dataset version.")] = "1.0",
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            metavar="local|ray",
+            help="ray: the tasks were packaged with --executor ray and the same --registry, so "
+            "their images are already there (pushed by their jobs); no local engine is needed.",
+        ),
+    ] = "local",
 ) -> None:
     """Push verified tasks' images to a registry, write a release copy of their task folders
     naming the images by digest (with dataset.toml and registry.json), and optionally commit it
     into a dataset repository. Publishing again with no change pushes nothing and commits
-    nothing.
+    nothing. An image this machine's engine lacks is taken from the registry when it serves
+    that tag already (`--executor ray`).
     """
     from packager import build
     from packager.paths import OutputPaths
@@ -1113,7 +1225,8 @@ def publish_command(
             chosen = [by_id[t] for t in tasks]
         else:
             chosen = results
-        client = build.connect()
+        _executor_choice(executor, None, 1, registry, False)
+        client = build.connect() if executor == "local" else _local_engine_or_none()
         report = publish(
             client,
             paths,

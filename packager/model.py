@@ -227,3 +227,7 @@ class TaskResult(Frozen):
     expected_nop: float | None = None
     durations: dict[str, float] = Field(default_factory=dict)
     logs: dict[str, str] = Field(default_factory=dict)
+    node: str | None = None
+    """The cluster node that built and verified the task (`--executor ray`), else None."""
+    registry_images: dict[str, str] = Field(default_factory=dict)
+    """Role → `host/ns/name@sha256:…` of the images pushed to `--registry` by the task's job."""

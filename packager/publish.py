@@ -199,6 +199,27 @@ def push_image(
     return f"{repository}@{digest}", True
 
 
+def resolve_image(
+    client: DockerClient | None, registry: Registry, local: str, log: Callable[[str], None]
+) -> tuple[str, bool]:
+    """`push_image` when this machine's engine has `local`; else the digest reference the
+    registry already serves under its tag (pushed there by a Ray job, `--executor ray`).
+    """
+    from packager.build import image_exists
+
+    if client is not None and image_exists(client, local):
+        return push_image(client, registry, local, log)
+    repository, tag = registry.remote(local)
+    served = registry.manifest_digest(repository, tag)
+    if served is None:
+        where = "on this engine nor " if client is not None else ""
+        raise PublishError(
+            f"image {local} is neither {where}in {registry.host}/{registry.namespace}: package "
+            "the task first (with --executor ray, give package the same --registry)"
+        )
+    return f"{repository}@{served}", False
+
+
 def dockerfile_images(task_dir: Path) -> list[str]:
     """Every image a FROM line of the task's Dockerfiles names (build stages excluded)."""
     from packager.build import base_images
@@ -388,7 +409,7 @@ def _has_head(work: Path) -> bool:
 
 
 def publish(
-    client: DockerClient,
+    client: DockerClient | None,
     paths: OutputPaths,
     results: Sequence[TaskResult],
     *,
@@ -434,7 +455,7 @@ def publish(
             references = {}
             pins: dict[str, str] = {}
             for role in ("agent", "grader"):
-                reference, pushed = push_image(client, registry, result.images[role], log)
+                reference, pushed = resolve_image(client, registry, result.images[role], log)
                 references[role] = reference
                 pins[result.images[role]] = reference
                 entry.images.append(PublishedImage(role, result.images[role], reference, pushed))
@@ -442,7 +463,7 @@ def publish(
             # pinned and a rebuild from it starts from exactly what was verified.
             for image in dockerfile_images(paths.task_dir(result.task)):
                 if image not in pins and "@sha256:" not in image:
-                    reference, pushed = push_image(client, registry, image, log)
+                    reference, pushed = resolve_image(client, registry, image, log)
                     pins[image] = reference
                     entry.images.append(PublishedImage("base", image, reference, pushed))
             release_task(

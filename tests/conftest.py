@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.services import ServiceError, start_registry
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES_ROWS = ROOT / "packager" / "samples" / "rows.jsonl"
 HARBOR_PYTHON = ROOT / ".harbor" / "venv" / "bin" / "python"
@@ -55,3 +57,16 @@ def run_cli(
         capture_output=True,
         timeout=timeout,
     )
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A registry on loopback (Debian's docker-registry), for this module; yields HOST:PORT."""
+    try:
+        host, stop = start_registry(tmp_path_factory.mktemp("registry"))
+    except ServiceError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield host
+    finally:
+        stop()

@@ -10,13 +10,9 @@ runs oracle and nop from the published dataset, pulling the images by digest.
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 import subprocess
-import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,43 +26,6 @@ from tests.conftest import run_cli
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 TASKS = ["gen__calc-0", "gen__calc-1"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = shutil.which("docker-registry") or shutil.which("registry")
-    if binary is None:
-        pytest.fail("no registry binary. Fix: `make registry` (Debian: docker-registry)")
-    root = tmp_path_factory.mktemp("registry")
-    port = _free_port()
-    config = root / "config.yml"
-    config.write_text(
-        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
-        f"    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-    )
-    log = (root / "registry.log").open("wb")
-    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
-    try:
-        for _ in range(100):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"the registry did not start: {(root / 'registry.log').read_text()}")
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def _catalog(host: str) -> list[str]:

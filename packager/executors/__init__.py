@@ -1,0 +1,107 @@
+"""Executors: where each task's build → audit → verify job runs.
+
+Rendering always happens on the driver (the process the user started); an executor takes the
+rendered tasks and runs their jobs, reporting back through `Events` as each stage ends:
+
+- `local`: two bounded thread pools on this machine's Docker engine (builds and audits of
+  later tasks overlap the runs of earlier ones).
+- `ray`: one job per task on a Ray cluster, at most `--workers-per-node` at once per node, each
+  on its own node's Docker engine (packager[ray]; docs/scale.md).
+
+A third executor is one new module with a class like these and one line in `EXECUTORS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from packager.errors import InputError, PackagerError
+
+if TYPE_CHECKING:
+    from packager.model import TaskResult, TaskSpec
+    from packager.paths import OutputPaths
+    from packager.pipeline import BuildOptions, Staged
+
+
+EXECUTORS: dict[str, str] = {
+    "local": "packager.executors.local:LocalExecutor",
+    "ray": "packager.executors.ray:RayExecutor",
+}
+"""Executor name → `module:class` (imported only when chosen)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every task's job needs besides its spec: the same for all tasks of a run."""
+
+    paths: OutputPaths
+    repo_sources: Mapping[str, str]
+    build_opts: BuildOptions
+    verify: bool
+    oracle_runs: int
+    memory_mb: int | None = None
+    engine: str = "local"
+    harbor_env: str = "docker"
+    judge_env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Events:
+    """What an executor reports to the driver as a task's stages end (called on the driver)."""
+
+    built: Callable[[], None]
+    """A task's build and audit ended (whatever its outcome)."""
+    result: Callable[[TaskResult], None]
+    """A task has its final result (built, verified, failed, infra_error, ...)."""
+    ran: Callable[[Staged, TaskResult], None] | None = None
+    """After a task's runs, with its staged images (the local engine's quality checks)."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C reached the driver: the executor stopped its jobs and removed their containers."""
+
+    def __init__(self, removed: int, where: str = "") -> None:
+        super().__init__(f"interrupted: removed {removed} container(s){where}")
+        self.removed = removed
+        self.where = where
+
+
+class Executor(Protocol):
+    """Runs the jobs of rendered tasks; returns when every task has its result."""
+
+    name: str
+
+    def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
+        """Run each task's job; raise `Interrupted` after cleaning up on Ctrl-C."""
+        ...
+
+
+class ExecutorError(InputError):
+    """An executor cannot be used as asked (exit 2; the message says why and how to fix it)."""
+
+
+class ClusterUnavailableError(PackagerError):
+    """The cluster does not answer (exit 3, like a missing Docker engine)."""
+
+    exit_code = 3
+
+
+def get_executor(name: str, **options: Any) -> Executor:
+    """The executor called `name`, made with `options` (its own keyword arguments)."""
+    try:
+        target = EXECUTORS[name]
+    except KeyError:
+        raise ExecutorError(
+            f"unknown executor {name!r} (available: {', '.join(EXECUTORS)})"
+        ) from None
+    module, _, cls = target.partition(":")
+    made: Executor = getattr(importlib.import_module(module), cls)(**options)
+    return made
+
+
+def names() -> Sequence[str]:
+    """Every executor's name, for help texts and errors."""
+    return tuple(EXECUTORS)

@@ -1,0 +1,104 @@
+"""The local executor: this machine's Docker engine, two bounded thread pools.
+
+Builds (and audits) of later tasks overlap the runs of earlier ones; each pool runs at most
+`workers` jobs at once. Ctrl-C stops both pools at their next container or build, removes the
+containers this run started and raises `Interrupted`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
+
+from packager.executors import Events, Interrupted, Job
+
+if TYPE_CHECKING:
+    from packager.build import DockerClient
+    from packager.model import TaskResult, TaskSpec
+    from packager.pipeline import Staged
+
+
+class LocalExecutor:
+    """Jobs on this machine's engine (`client`), `workers` builds and `workers` runs at once."""
+
+    name = "local"
+
+    def __init__(self, client: DockerClient, workers: int = 1) -> None:
+        self.client = client
+        self.workers = max(1, workers)
+
+    def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
+        from packager import build
+        from packager.model import TaskResult
+        from packager.pipeline import build_stage
+
+        build_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="build")
+        run_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="run")
+        stage_of: dict[Future[Any], str] = {}
+        try:
+            pending: set[Future[Any]] = set()
+            for spec in specs:
+                future = build_pool.submit(
+                    build_stage,
+                    spec,
+                    job.paths,
+                    dict(job.repo_sources),
+                    build_opts=job.build_opts,
+                    verify=job.verify,
+                    client=self.client,
+                    engine=job.engine,
+                    judge_env=job.judge_env,
+                )
+                stage_of[future] = "build"
+                pending.add(future)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    stage = stage_of.pop(future)
+                    outcome = future.result()
+                    if stage == "run":
+                        assert isinstance(outcome, TaskResult)
+                        events.result(outcome)
+                        continue
+                    events.built()
+                    if isinstance(outcome, TaskResult):
+                        events.result(outcome)  # ended at build: nothing to run
+                    elif not job.verify:
+                        events.result(outcome.finish("built"))
+                    else:
+                        run = run_pool.submit(self._run, outcome, job, events)
+                        stage_of[run] = "run"
+                        pending.add(run)
+        except KeyboardInterrupt:
+            build.CANCEL.set()
+            for pool in (build_pool, run_pool):
+                pool.shutdown(wait=False, cancel_futures=True)
+            removed = build.remove_run_containers(self.client)
+            # Workers stop at their next container or build; wait for them, then sweep again.
+            for future in list(stage_of):
+                try:
+                    future.exception(timeout=60)
+                except BaseException:  # noqa: BLE001 - cancelled, timed out or interrupted again
+                    pass
+            removed += build.remove_run_containers(self.client)
+            raise Interrupted(removed) from None
+        for pool in (build_pool, run_pool):
+            pool.shutdown(wait=True)
+
+    def _run(self, staged: Staged, job: Job, events: Events) -> TaskResult:
+        from packager.pipeline import run_stage
+
+        result = run_stage(
+            staged,
+            job.paths,
+            oracle_runs=job.oracle_runs,
+            client=self.client,
+            memory_mb=job.memory_mb,
+            engine=job.engine,
+            judge_env=job.judge_env,
+            harbor_env=job.harbor_env,
+        )
+        if events.ran is not None:
+            events.ran(staged, result)
+        return result

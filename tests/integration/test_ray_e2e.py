@@ -1,0 +1,225 @@
+"""`--executor ray` on a real local Ray cluster: a head node (`ray start --head`) and a second
+worker node process, both on this machine, started and stopped here, with a loopback registry.
+
+1. The samples packaged through Ray: every gradeable task verified on the cluster, both nodes
+   used, the images in the registry under the digests the results name, logs on the driver.
+   (The SWEeper sample is left out: its browser judge is tested by test_judge_e2e.py, and its
+   Chromium grader image would double this test's time in registry pushes.)
+2. A worker node killed mid-run: its task is `infra_error` naming the node, the other tasks are
+   verified, and a rerun (cluster of the head alone) finishes the lost task without touching
+   the others.
+3. Ctrl-C to the driver while jobs run on both nodes: exit 130, the jobs cancelled, and no
+   container of the run left on the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager.samples.generate import generate
+from tests.conftest import ROOT, run_cli
+from tests.raycluster import RAY, Cluster, ray_command
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+GRADEABLE = [
+    "samples__inventory-4",
+    "samples__intset-2",
+    "samples__kvstore-3",
+    "samples__textkit-1",
+]
+"""The samples graded without a model (the SWEeper sample's browser judge: test_judge_e2e.py)."""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    assert RAY.is_file(), f"no ray command at {RAY}. Fix: make install (packager[ray])"
+    made = Cluster(tmp_path_factory.mktemp("ray"))
+    ray_command("stop", "--force")  # a cluster left by an earlier run that died
+    made.start_head()
+    try:
+        made.add_worker()
+        yield made
+    finally:
+        made.stop()
+
+
+def _catalog(host: str) -> list[str]:
+    with urllib.request.urlopen(f"http://{host}/v2/_catalog", timeout=10) as response:
+        repos: list[str] = json.load(response)["repositories"]
+    return repos
+
+
+def _digest(host: str, repository: str, tag: str) -> str | None:
+    request = urllib.request.Request(
+        f"http://{host}/v2/{repository}/manifests/{tag}",
+        method="HEAD",
+        headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.headers.get("Docker-Content-Digest")
+
+
+def _results(folder: Path) -> dict[str, dict[str, Any]]:
+    return {
+        p.stem: json.loads(p.read_text())
+        for p in sorted(folder.glob("*.json"))
+        if not p.name.endswith((".audit.json", ".error.json", ".quality.json"))
+    }
+
+
+def test_samples_packaged_through_ray(
+    cluster: Cluster, registry: str, tmp_path: Path, docker_client: Any
+) -> None:
+    out = tmp_path / "out"
+    target = f"{registry}/raytest"
+    result = run_cli(
+        "package", *GRADEABLE, "--out", str(out),
+        "--executor", "ray", "--ray-address", cluster.address, "--workers-per-node", "1",
+        "--registry", target,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    results = _results(out / "samples" / "results")
+    assert sorted(results) == sorted(GRADEABLE)
+    assert {r["status"] for r in results.values()} == {"verified"}, {
+        t: (r["status"], r["reason"]) for t, r in results.items()
+    }
+    nodes = {r["node"] for r in results.values()}
+    assert len(nodes) == 2, nodes  # both the head and the worker node took jobs
+    assert f"{len(GRADEABLE)} verified" in result.stdout
+    catalog = _catalog(registry)
+    assert "raytest/debian" in catalog  # the base image, pushed by the driver for the nodes
+    for task, found in results.items():
+        assert set(found["registry_images"]) == {"agent", "grader"}
+        for role, reference in found["registry_images"].items():
+            repository, _, digest = reference.partition("@")
+            name = repository.split("/", 1)[1]
+            assert name in catalog
+            local_tag = found["images"][role]
+            assert _digest(registry, name, local_tag.rsplit(":", 1)[1]) == digest
+        # Logs came back to the driver, at the driver's paths.
+        log_dir = Path(found["logs"]["dir"])
+        assert log_dir.is_relative_to(out) and (log_dir / "oracle-1" / "reward.json").is_file()
+        assert (log_dir / "nop").is_dir(), task
+        assert found["oracle"][0]["reward"] == 1.0 and found["nop"]["reward"] < 1.0
+
+    # A rerun sends nothing to the cluster: every task is cached.
+    again = run_cli(
+        "package", *GRADEABLE, "--out", str(out),
+        "--executor", "ray", "--ray-address", cluster.address, "--registry", target,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"({len(GRADEABLE)} cached, 0 built or run now)" in again.stdout
+
+
+def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
+    cluster: Cluster, registry: str, tmp_path: Path, docker_client: Any
+) -> None:
+    n = 6
+    data = generate(tmp_path / "ds", n)
+    out = tmp_path / "out"
+    worker = cluster.workers[-1] if cluster.workers[-1].poll() is None else cluster.add_worker()
+    worker_id = cluster.worker_node_id()
+    assert worker_id is not None
+    command = [
+        sys.executable, "-m", "packager", "package", "--all", "--dataset", str(data),
+        "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
+        "--workers-per-node", "1", "--registry", f"{registry}/raylost",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    results_dir = out / "rows" / "results"
+    try:
+        deadline = time.monotonic() + 900
+        # Once a task is back, both nodes are at work on the next ones: kill the worker node.
+        while not _results(results_dir):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no result within 15 minutes"
+            time.sleep(0.2)
+        time.sleep(2)
+        cluster.kill_worker(worker)
+        stdout, stderr = proc.communicate(timeout=1200)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, stdout + stderr  # not every task verified
+    results = _results(results_dir)
+    assert len(results) == n, sorted(results)
+    lost = {t: r for t, r in results.items() if r["status"] == "infra_error"}
+    assert len(lost) == 1, {t: (r["status"], r["reason"]) for t, r in results.items()}
+    ((task, reason),) = ((t, r["reason"]) for t, r in lost.items())
+    assert worker_id[:12] in reason and "lost" in reason, reason
+    assert lost[task]["node"] and worker_id[:12] in lost[task]["node"]
+    others = {t: r for t, r in results.items() if t not in lost}
+    assert all(r["status"] == "verified" for r in others.values()), others
+    before = {t: (results_dir / f"{t}.json").read_bytes() for t in others}
+
+    # The rerun (only the head is left) finishes the lost task and leaves the others be.
+    rerun = run_cli(*command[3:])
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert f"({n - 1} cached, 1 built or run now)" in rerun.stdout
+    final = _results(results_dir)
+    assert all(r["status"] == "verified" for r in final.values())
+    assert all((results_dir / f"{t}.json").read_bytes() == before[t] for t in others)
+    # Nothing of the killed node's job is left running on the engine.
+    left = docker_client.containers.list(all=True, filters={"label": "packager.task"})
+    assert not [c for c in left if "gen__calc" in (c.labels.get("packager.task") or "")]
+
+
+def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
+    cluster: Cluster, registry: str, tmp_path: Path, docker_client: Any
+) -> None:
+    if cluster.worker_node_id() is None:
+        cluster.add_worker()  # the previous test killed it
+    data = generate(tmp_path / "ds", 4)
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "packager", "package", "--all", "--dataset", str(data),
+        "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
+        "--registry", f"{registry}/raystop",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    ours = {"label": "packager.tool=packager"}
+    try:
+        deadline = time.monotonic() + 600
+        # Wait until the jobs run containers (builds are cached: they are grading by then).
+        while not docker_client.containers.list(all=True, filters=ours):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no job started a container within 10 minutes"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stdout + stderr
+    said = " ".join((stdout + stderr).split())
+    assert re.search(r"interrupted: removed \d+ container\(s\) on 2 Ray node\(s\)", said), said
+    assert docker_client.containers.list(all=True, filters=ours) == []
+    time.sleep(5)  # a job that was not really stopped would start its next container by now
+    assert docker_client.containers.list(all=True, filters=ours) == []
+    # Interrupted tasks wrote no result; a rerun would run them.
+    assert len(_results(out / "rows" / "results")) < 4

@@ -1,0 +1,112 @@
+"""A real Ray cluster on this machine, for the Ray executor's tests and benchmark: a head node
+(`ray start --head`) and worker node processes (`ray start --block`, each in a session of its
+own, so killing one loses that node at once), all on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.services import free_port
+
+RAY = Path(sys.executable).parent / "ray"
+WORKER_MARK = "packager_test_worker"
+"""A custom resource only the second node advertises: the test tells the nodes apart by it."""
+
+
+def ray_command(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(RAY), *args],
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+class Cluster:
+    """A head node and worker node processes on loopback."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.tmp = tmp
+        self.workers: list[subprocess.Popen[bytes]] = []
+
+    def start_head(self) -> None:
+        started = ray_command(
+            "start", "--head", f"--port={self.port}", "--node-ip-address=127.0.0.1",
+            "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
+            "--object-store-memory=200000000",
+        )  # fmt: skip
+        assert started.returncode == 0, started.stdout + started.stderr
+
+    def add_worker(self) -> subprocess.Popen[bytes]:
+        """A second node: `ray start --block` in a session of its own (killed as a group)."""
+        with (self.tmp / f"worker-{len(self.workers)}.log").open("wb") as log:
+            proc = subprocess.Popen(
+                [
+                    str(RAY),
+                    "start",
+                    f"--address={self.address}",
+                    "--node-ip-address=127.0.0.1",
+                    "--num-cpus=2",
+                    "--object-store-memory=200000000",
+                    "--block",
+                    f"--resources={json.dumps({WORKER_MARK: 1})}",
+                ],  # fmt: skip
+                env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        self.workers.append(proc)
+        deadline = time.monotonic() + 90
+        while self.worker_node_id() is None:
+            assert proc.poll() is None, (
+                self.tmp / f"worker-{len(self.workers) - 1}.log"
+            ).read_text()
+            assert time.monotonic() < deadline, "the worker node did not join within 90 s"
+            time.sleep(1)
+        return proc
+
+    def nodes(self) -> list[dict[str, Any]]:
+        probe = (
+            f"import json, ray; ray.init(address={self.address!r}, logging_level='ERROR', "
+            "log_to_driver=False); print(json.dumps([{'id': n['NodeID'], 'alive': n['Alive'], "
+            "'res': n['Resources']} for n in ray.nodes()]))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", probe],
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        nodes: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])
+        return nodes
+
+    def worker_node_id(self) -> str | None:
+        live = [n for n in self.nodes() if n["alive"] and WORKER_MARK in n["res"]]
+        return str(live[-1]["id"]) if live else None
+
+    def kill_worker(self, proc: subprocess.Popen[bytes]) -> None:
+        """The node is lost: its raylet and every process of it killed at once."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        for proc in self.workers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+        ray_command("stop", "--force")
