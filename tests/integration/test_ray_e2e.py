@@ -3,8 +3,9 @@ worker node process, both on this machine, started and stopped here, with a loop
 
 1. The samples packaged through Ray: every gradeable task verified on the cluster, both nodes
    used, the images in the registry under the digests the results name, logs on the driver.
-   (The SWEeper sample is left out: its browser judge is tested by test_judge_e2e.py, and its
-   Chromium grader image would double this test's time in registry pushes.)
+   A rerun is all cached, and `publish --executor ray` pushes nothing: the release names the
+   digests the jobs pushed. The SWEeper sample is left out: test_judge_e2e.py tests its
+   browser judge, and its Chromium grader image is by far the largest to push.
 2. A worker node killed mid-run: its task is `infra_error` naming the node, the other tasks are
    verified, and a rerun (cluster of the head alone) finishes the lost task without touching
    the others.
@@ -122,6 +123,20 @@ def test_samples_packaged_through_ray(
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"({len(GRADEABLE)} cached, 0 built or run now)" in again.stdout
+
+    # publish --executor ray: every image is in the registry already (the jobs pushed them,
+    # the driver the base image), and the release names them by the digests the results hold.
+    published = run_cli(
+        "publish", "--all", "--out", str(out), "--registry", target, "--executor", "ray"
+    )
+    assert published.returncode == 0, published.stdout + published.stderr
+    said = " ".join(published.stdout.split())
+    # Per task: agent, grader and its base image.
+    assert f"0 image(s) pushed, {3 * len(GRADEABLE)} unchanged" in said, said
+    for task, found in results.items():
+        text = (out / "samples" / "release" / "tasks" / task / "task.toml").read_text()
+        refs = [line.split('"')[1] for line in text.splitlines() if "docker_image" in line]
+        assert refs == [found["registry_images"]["agent"], found["registry_images"]["grader"]]
 
 
 def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
