@@ -309,7 +309,7 @@ ExecutorOpt = Annotated[
         metavar="local|ray",
         help="Where each task's build, audit and verification run: local (this machine's "
         "Docker engine, -j at once) or ray (one job per task on a Ray cluster, each on its "
-        "node's Docker engine; needs packager[ray]; docs/scale.md).",
+        "node's Docker engine; needs packager\\[ray]; docs/scale.md).",
     ),
 ]
 RayAddressOpt = Annotated[
