@@ -81,6 +81,18 @@ def _results(folder: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+def _start_driver(command: list[str]) -> subprocess.Popen[str]:
+    """The packager command as a user runs it, in the background (the test acts meanwhile)."""
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 def test_samples_packaged_through_ray(
     cluster: Cluster, registry: str, tmp_path: Path, docker_client: Any
 ) -> None:
@@ -153,14 +165,7 @@ def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
         "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
         "--workers-per-node", "1", "--registry", f"{registry}/raylost",
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200"},
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = _start_driver(command)
     results_dir = out / "rows" / "results"
     try:
         deadline = time.monotonic() + 900
@@ -210,14 +215,7 @@ def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
         "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
         "--registry", f"{registry}/raystop",
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200"},
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = _start_driver(command)
     ours = {"label": "packager.tool=packager"}
     try:
         deadline = time.monotonic() + 600
