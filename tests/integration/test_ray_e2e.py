@@ -93,6 +93,22 @@ def _start_driver(command: list[str]) -> subprocess.Popen[str]:
     )
 
 
+def _stop_driver(proc: subprocess.Popen[str]) -> None:
+    """Kill the driver if it still runs and close its pipes (an open pipe fails a later test
+    with a ResourceWarning).
+    """
+    proc.kill()
+    proc.communicate()
+
+
+def _listed(docker_client: Any, filters: dict[str, str]) -> list[Any]:
+    """Containers matching `filters`, in one listing call (a full listing inspects each one and
+    fails when a job removes it in between).
+    """
+    found: list[Any] = docker_client.containers.list(all=True, sparse=True, filters=filters)
+    return found
+
+
 def test_samples_packaged_through_ray(
     cluster: Cluster, registry: str, tmp_path: Path, docker_client: Any
 ) -> None:
@@ -178,7 +194,7 @@ def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
         cluster.kill_worker(worker)
         stdout, stderr = proc.communicate(timeout=1200)
     finally:
-        proc.kill()
+        _stop_driver(proc)
     assert proc.returncode == 1, stdout + stderr  # not every task verified
     results = _results(results_dir)
     assert len(results) == n, sorted(results)
@@ -199,8 +215,8 @@ def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
     assert all(r["status"] == "verified" for r in final.values())
     assert all((results_dir / f"{t}.json").read_bytes() == before[t] for t in others)
     # Nothing of the killed node's job is left running on the engine.
-    left = docker_client.containers.list(all=True, filters={"label": "packager.task"})
-    assert not [c for c in left if "gen__calc" in (c.labels.get("packager.task") or "")]
+    left = _listed(docker_client, {"label": "packager.task"})
+    assert not [c for c in left if "gen__calc" in (c.attrs.get("Labels") or {})["packager.task"]]
 
 
 def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
@@ -220,19 +236,19 @@ def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
     try:
         deadline = time.monotonic() + 600
         # Wait until the jobs run containers (builds are cached: they are grading by then).
-        while not docker_client.containers.list(all=True, filters=ours):
+        while not _listed(docker_client, ours):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no job started a container within 10 minutes"
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=300)
     finally:
-        proc.kill()
+        _stop_driver(proc)
     assert proc.returncode == 130, stdout + stderr
     said = " ".join((stdout + stderr).split())
     assert re.search(r"interrupted: removed \d+ container\(s\) on 2 Ray node\(s\)", said), said
-    assert docker_client.containers.list(all=True, filters=ours) == []
+    assert _listed(docker_client, ours) == []
     time.sleep(5)  # a job that was not really stopped would start its next container by now
-    assert docker_client.containers.list(all=True, filters=ours) == []
+    assert _listed(docker_client, ours) == []
     # Interrupted tasks wrote no result; a rerun would run them.
     assert len(_results(out / "rows" / "results")) < 4
