@@ -1,11 +1,22 @@
-"""Where a dataset's outputs go: one object for every output path (no other packager import,
-so any module can take one without importing the pipeline).
+"""Where a dataset's outputs go (one object for every output path) and where this machine's
+caches live. No other packager import, so any module can use it without importing the pipeline.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def cache_root() -> Path:
+    """The packager cache of this machine: `PACKAGER_CACHE`, else `$XDG_CACHE_HOME/packager`, else
+    `~/.cache/packager` (repository mirrors, wheelhouses, bundles shipped to a Ray node).
+    """
+    root = os.environ.get("PACKAGER_CACHE")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "packager"
 
 
 @dataclass(frozen=True)

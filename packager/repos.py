@@ -143,11 +143,10 @@ def _git(
 
 
 def default_cache_dir() -> Path:
-    """Where bare mirrors live (`PACKAGER_CACHE` overrides)."""
-    root = os.environ.get("PACKAGER_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "packager"
-    )
-    return Path(root) / "mirrors"
+    """Where bare mirrors live (under `paths.cache_root`)."""
+    from packager.paths import cache_root
+
+    return cache_root() / "mirrors"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,8 +60,9 @@ EXTRA_HINT = (
     "--executor ray needs Ray on this machine and on every node: "
     f"pip install 'packager[ray]' (ray=={RAY_VERSION})"
 )
-REPO_CACHE = Path.home() / ".cache" / "packager" / "ray-repos"
-"""Where a node keeps the repository bundles shipped to it (one file per bundle content)."""
+REPO_CACHE = "ray-repos"
+"""Where a node keeps the repository bundles shipped to it (one file per bundle content), under
+its `paths.cache_root`."""
 CLEANUP_TIMEOUT_SEC = 60.0
 CONNECT_TIMEOUT_SEC = 5.0
 NODE_REFRESH_SEC = 10.0
@@ -504,8 +505,12 @@ def bundle_bytes(git_dir: Path) -> bytes:
         return out.read_bytes()
 
 
-def materialize_bundle(blob: bytes, cache: Path = REPO_CACHE) -> Path:
+def materialize_bundle(blob: bytes, cache: Path | None = None) -> Path:
     """The shipped bundle as a file in this node's cache (written once per content)."""
+    if cache is None:
+        from packager.paths import cache_root
+
+        cache = cache_root() / REPO_CACHE
     digest = hashlib.sha256(blob).hexdigest()[:24]
     path = cache / f"{digest}.bundle"
     if not path.is_file():

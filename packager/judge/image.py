@@ -11,7 +11,6 @@ the `python3` package, which the grader Dockerfile installs.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -81,9 +80,10 @@ def judge_image_tag() -> str:
 
 
 def wheel_cache() -> Path:
-    """Where downloaded wheelhouses are kept (`PACKAGER_CACHE`, else ~/.cache/packager)."""
-    root = os.environ.get("PACKAGER_CACHE") or str(Path.home() / ".cache" / "packager")
-    return Path(root) / "judge-wheels" / judge_digest()[:12]
+    """Where the downloaded wheelhouse is kept (under `paths.cache_root`)."""
+    from packager.paths import cache_root
+
+    return cache_root() / "judge-wheels" / judge_digest()[:12]
 
 
 def download_wheels(dest: Path, log_path: Path) -> Path:

@@ -42,6 +42,11 @@ BUILD_CA_NAME = "packager-build-ca.crt"
 """An optional CA bundle next to Dockerfile.hud at build time only (never rendered): the pip
 stage of the image trusts it. The stage is thrown away, so the file stays out of the image."""
 
+BUILD_WHEELS_NAME = "packager-hud-wheels"
+"""An optional folder of wheels next to Dockerfile.hud at build time only (never rendered): the
+pip stage installs hud from it without an index when it can (an air-gapped build, or one
+machine building many tasks). The stage is thrown away, so the wheels stay out of the image."""
+
 _DOCKERIGNORE = f"""\
 # Allow-list: only what Dockerfile.hud copies is sent to the builder (and to `hud deploy`).
 *
@@ -54,7 +59,16 @@ _DOCKERIGNORE = f"""\
 !grader
 !grader/**
 !{BUILD_CA_NAME}
+!{BUILD_WHEELS_NAME}
+!{BUILD_WHEELS_NAME}/**
 """
+
+
+def _optional(name: str) -> str:
+    """`name` as a COPY source that may be absent: a glob with a one-character class (COPY
+    accepts a glob that matches nothing, as long as another source exists).
+    """
+    return f"{name[:-1]}[{name[-1]}]"
 
 
 def make_hud_files(
@@ -113,8 +127,9 @@ def make_hud_files(
             typer_requirement=TYPER_SPEC,
             port=HUD_PORT,
             build_ca=BUILD_CA_NAME,
-            # A one-character class: COPY accepts a glob matching nothing, so the file is optional.
-            build_ca_glob=f"{BUILD_CA_NAME[:-1]}[{BUILD_CA_NAME[-1]}]",
+            build_ca_glob=_optional(BUILD_CA_NAME),
+            wheels=BUILD_WHEELS_NAME,
+            wheels_glob=_optional(BUILD_WHEELS_NAME),
             judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
             judge_venv=JUDGE_VENV,
         )

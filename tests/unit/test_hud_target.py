@@ -10,7 +10,7 @@ import pytest
 from packager.model import Grading, Provenance, Repo, TaskSpec
 from packager.naming import make_hud_env_name
 from packager.render import FileTree, OutFile
-from packager.targets.hud import BUILD_CA_NAME, make_hud_files
+from packager.targets.hud import BUILD_CA_NAME, BUILD_WHEELS_NAME, make_hud_files
 
 AGENT_IMAGE = "packager/samples.textkit-1:agent-0123456789ab"
 DATASET = "samples"
@@ -294,11 +294,17 @@ def test_dockerfile_keeps_build_settings_in_a_throwaway_pip_stage() -> None:
     base, venv, final = stages
     pip_stage = "FROM " + venv
     assert 'ARG PIP_INDEX_URL=""' in pip_stage
-    assert f"COPY pyproject.toml {BUILD_CA_NAME[:-1]}[{BUILD_CA_NAME[-1]}] /tmp/hud-build/" in (
-        pip_stage
-    )
+    ca_glob = f"{BUILD_CA_NAME[:-1]}[{BUILD_CA_NAME[-1]}]"
+    wheels_glob = f"{BUILD_WHEELS_NAME[:-1]}[{BUILD_WHEELS_NAME[-1]}]"
+    assert f"COPY pyproject.toml {ca_glob} {wheels_glob} /tmp/hud-build/" in pip_stage
     assert f"export PIP_CERT=/tmp/hud-build/{BUILD_CA_NAME}" in pip_stage
+    # Offline from the wheelhouse when there is one, else (or when it lacks a wheel) the index.
+    assert "&& hud_venv --no-index --find-links /tmp/hud-build; then" in pip_stage
+    assert pip_stage.index("--no-index") < pip_stage.index("else \\\n        hud_venv;")
     assert "rm -rf /tmp/hud-build" in pip_stage
+    assert "chown -R 0:0 /hud/venv" in pip_stage and "RUN chown" not in text
+    for other in (base, final):
+        assert BUILD_WHEELS_NAME not in other and ".whl" not in other
     for other in (base, final):
         assert "PIP_INDEX_URL" not in other and "PIP_CERT" not in other
         assert "ARG " not in other
@@ -355,3 +361,34 @@ def test_build_hud_image_refuses_another_base(tmp_path: Path) -> None:
         build_hud_image(object(), source, "other:tag", "t:hud", tmp_path / "log")  # type: ignore[arg-type]
     with pytest.raises(BuildError, match="render the task first"):
         build_hud_image(object(), tmp_path, AGENT_IMAGE, "t:hud", tmp_path / "log")  # type: ignore[arg-type]
+
+
+def test_hud_wheelhouse_is_none_when_pip_cannot_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed download leaves no wheelhouse (the build then installs from the index)."""
+    from packager import hud_build
+
+    monkeypatch.setattr(hud_build, "hud_requirements", lambda: ("packager-no-such-package==0",))
+    dest = tmp_path / "cache" / "hud-wheels" / "x"
+    assert hud_build.download_hud_wheels(tmp_path / "wheels.log", dest) is None
+    assert not dest.exists() and list((tmp_path / "cache" / "hud-wheels").iterdir()) == []
+    assert "packager-no-such-package==0" in (tmp_path / "wheels.log").read_text()
+
+
+def test_hud_wheelhouse_marked_complete_is_reused_without_pip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from packager import hud_build
+
+    dest = tmp_path / "wheels"
+    dest.mkdir()
+    (dest / ".complete").write_text("")
+
+    def no_pip(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pip ran for a complete wheelhouse")
+
+    monkeypatch.setattr(hud_build.subprocess, "run", no_pip)
+    assert hud_build.download_hud_wheels(tmp_path / "wheels.log", dest) == dest
+    monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "c"))
+    assert hud_build.wheelhouse_dir().parent == tmp_path / "c" / "hud-wheels"
