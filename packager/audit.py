@@ -990,11 +990,32 @@ def audit_key(spec: TaskSpec, image_id: str) -> str:
     return h.hexdigest()
 
 
+def machine_audit_path(key: str) -> Path:
+    """Where this machine keeps the clean verdict of the audit with `key` (any output folder)."""
+    from packager.paths import cache_root
+
+    return cache_root() / "audits" / key[:2] / f"{key}.json"
+
+
+def _saved_clean(path: Path, key: str) -> dict[str, Any] | None:
+    """The saved audit at `path` when it is the clean verdict for `key`."""
+    try:
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+    except (ValueError, OSError):
+        return None
+    if isinstance(saved, dict) and saved.get("cache_key") == key and saved.get("clean") is True:
+        return saved
+    return None
+
+
 def audit_task(client: DockerClient, spec: TaskSpec, paths: OutputPaths) -> AuditReport:
     """Audit the task's agent image (tag from the rendered task) and write its audit JSON.
 
     A clean audit of the very same image for the same secrets (`audit_key`) is not repeated:
-    its saved verdict is returned (stats `cached` = 1, 0 seconds).
+    its saved verdict is returned (stats `cached` = 1, 0 seconds), from the task's audit JSON
+    or, for another output folder, from this machine's cache (`machine_audit_path`), which is
+    then copied to the task's audit JSON. Only clean verdicts are kept there: a leak is
+    audited again, so its findings are always those of this audit code.
     """
     import docker.errors
 
@@ -1007,14 +1028,23 @@ def audit_task(client: DockerClient, spec: TaskSpec, paths: OutputPaths) -> Audi
     try:
         image_id = str(client.images.get(tag).id)
         key = audit_key(spec, image_id)
-        saved = json.loads(target.read_text()) if target.is_file() else {}
-        if saved.get("cache_key") == key and saved.get("clean") is True:
-            return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
     except (docker.errors.ImageNotFound, ValueError, OSError):
         pass  # audit_image says what is missing
+    if key is not None:
+        if _saved_clean(target, key) is not None:
+            return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
+        saved = _saved_clean(machine_audit_path(key), key)
+        if saved is not None:
+            write_json(target, {**saved, "task": spec.provenance.slug, "instance_id": spec.task_id})
+            return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
     report = audit_image(client, tag, spec)
     data = {"task": spec.provenance.slug, "instance_id": spec.task_id, **report.to_json()}
     if key is not None:
         data["cache_key"] = key
     write_json(target, data)
+    if key is not None and report.clean:
+        try:
+            write_json(machine_audit_path(key), data)
+        except OSError:  # a read-only or full cache: the verdict is in the task's JSON anyway
+            pass
     return report

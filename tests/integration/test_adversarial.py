@@ -377,7 +377,7 @@ def _ids(task_dir: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> dict[str, Built]:
     out = tmp_path_factory.mktemp("adversarial")
-    proc = run_cli("build", *TASKS, "--out", str(out))
+    proc = run_cli("build", *TASKS, "--out", str(out), "-j", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result: dict[str, Built] = {}
     for task in TASKS:

@@ -54,7 +54,7 @@ def built(
 ) -> tuple[Path, dict[str, Any]]:
     """Build the gradeable samples' images through the real CLI (cached by content hash)."""
     out = tmp_path_factory.mktemp("audit-out")
-    proc = run_cli("build", *GRADEABLE, "--out", str(out))
+    proc = run_cli("build", *GRADEABLE, "--out", str(out), "-j", "2")
     results = {}
     for path in (out / "samples" / "results").glob("*.json"):
         if not path.name.endswith(".audit.json"):

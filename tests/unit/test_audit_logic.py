@@ -425,3 +425,59 @@ def test_fake_image_clean_then_leaky(repo: tuple[Path, str], tmp_path: Path) -> 
     blob_hit = [f for f in report.findings if f.kind == "gold_patch" and f.object_id]
     assert blob_hit and blob_hit[0].path == "/testbed/.git/objects"
     assert report.summary().startswith("leak: ")
+
+
+class _CountingImage(_FakeImage):
+    def __init__(self, archive: bytes) -> None:
+        super().__init__(archive)
+        self.saves = 0
+
+    def save(self, named: bool = False) -> Iterator[bytes]:
+        self.saves += 1
+        return super().save(named)
+
+
+def test_clean_verdict_is_reused_across_output_folders_and_a_leak_never(
+    repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from packager.audit import audit_task, machine_audit_path
+    from packager.paths import OutputPaths
+
+    monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "cache"))
+    src, base = repo
+    _git(src, "gc", "-q", "--prune=now")
+    subprocess.run(["rm", "-rf", str(src / ".git" / "logs")], check=True)
+    spec = _spec_for(base)
+    client = _FakeClient(_image([{"testbed": None, **_tree(src, "testbed")}]))
+    image = client._image = _CountingImage(client._image.archive)
+
+    first = audit_task(client, spec, OutputPaths(tmp_path / "a", "d"))  # type: ignore[arg-type]
+    assert first.clean and "cached" not in first.stats and image.saves == 1
+    written = json.loads(
+        (tmp_path / "a" / "d" / "results" / f"{spec.provenance.slug}.audit.json").read_text()
+    )
+    assert machine_audit_path(written["cache_key"]).is_file()
+    # Another output folder, same image and secrets: the machine's verdict, copied in.
+    other = OutputPaths(tmp_path / "b", "d")
+    again = audit_task(client, spec, other)  # type: ignore[arg-type]
+    assert again.clean and again.stats == {"seconds": 0.0, "cached": 1} and image.saves == 1
+    copied = json.loads(
+        (tmp_path / "b" / "d" / "results" / f"{spec.provenance.slug}.audit.json").read_text()
+    )
+    assert copied == written
+    # Other secrets: audited afresh.
+    changed = spec.model_copy(update={"gold_patch": (spec.gold_patch or "") + " "})
+    assert "cached" not in audit_task(client, changed, other).stats  # type: ignore[arg-type]
+    assert image.saves == 2
+
+    # A leaky image is audited every time and never enters the machine's cache.
+    leak = {"tmp": None, "tmp/gold.patch": GOLD.encode()}
+    leaky = _CountingImage(_image([{"testbed": None, **_tree(src, "testbed")}, leak]))
+    leaky.id = "sha256:" + "e" * 64
+    client._image = leaky
+    for out in ("c", "d"):
+        report = audit_task(client, spec, OutputPaths(tmp_path / out, "d"))  # type: ignore[arg-type]
+        assert not report.clean
+    assert leaky.saves == 2
+    cached = [json.loads(p.read_text()) for p in (tmp_path / "cache" / "audits").rglob("*.json")]
+    assert cached and all(entry["clean"] for entry in cached)
