@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from packager.engines import ENGINES
-from packager.errors import PackagerError
+from packager.errors import InputError, PackagerError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -981,41 +981,42 @@ def verify_command(
             )
             raise typer.Exit(code)
         from packager import build
+        from packager.engines.local import make_run_plan
+        from packager.judge.endpoint import judge_endpoint, missing_judge_env
         from packager.paths import OutputPaths
         from packager.pipeline import BuildOptions, build_task, render_selection
-        from packager.targets.harbor import collect_command
-        from packager.verify import RunPlan, run_once
+        from packager.verify import run_once
 
         specs = render_selection(sel, out)
         if len(specs) != 1:
             raise typer.BadParameter("--patch grades exactly one TASK")
         spec = specs[0]
         paths = OutputPaths(out, sel.dataset.name)
-        client = build.connect()
-        built = build_task(
-            client,
-            spec,
-            paths,
-            sel.merged_repo_sources,
-            BuildOptions(mirror_dirs=sel.mirror_dirs),
-        )
-        plan = RunPlan(
-            task=f"{spec.provenance.dataset}/{spec.provenance.slug}",
-            agent_image=str(built["agent_image"]),
-            grader_image=str(built["grader_image"]),
-            workdir=spec.repo.workdir,
-            collect=collect_command(spec),
-            solution_dir=paths.task_dir(spec.provenance.slug) / "solution",
-            grade_timeout_sec=spec.grading.timeout_sec,
-            memory_mb=memory_mb,
-        )
-        run = run_once(
-            client,
-            plan,
-            "patch",
-            paths.log_dir(spec.provenance.slug) / "patch",
-            patch=patch.read_bytes(),
-        )
+        with judge_endpoint(judge, [spec]) as judge_env:
+            missing = missing_judge_env(judge_env) if spec.grading.rule == "judge" else []
+            if missing:  # before anything is built: the run could not be graded
+                raise InputError(
+                    f"{spec.task_id}: graded by a browser judge whose model is not set: set "
+                    f"{' and '.join(missing)} (docs/sweeper.md), or pass --judge replay for a "
+                    "task with recorded turns"
+                )
+            client = build.connect()
+            built = build_task(
+                client,
+                spec,
+                paths,
+                sel.merged_repo_sources,
+                BuildOptions(mirror_dirs=sel.mirror_dirs),
+            )
+            images = {"agent": str(built["agent_image"]), "grader": str(built["grader_image"])}
+            plan = make_run_plan(spec, paths, images, memory_mb=memory_mb, judge_env=judge_env)
+            run = run_once(
+                client,
+                plan,
+                "patch",
+                paths.log_dir(spec.provenance.slug) / "patch",
+                patch=patch.read_bytes(),
+            )
     except PackagerError as exc:
         _fail(exc)
     typer.echo(

@@ -844,28 +844,6 @@ def cached_quality(
 # --------------------------------------------------------------------------- running
 
 
-def _run_plan(
-    spec: TaskSpec, paths: OutputPaths, images: Mapping[str, str], memory_mb: int | None
-) -> RunPlan:
-    """The plan `verify_task` makes for the task's runs (only the grader phase is used)."""
-    from packager.targets.harbor import collect_command
-    from packager.verify import RunPlan
-
-    slug = spec.provenance.slug
-    return RunPlan(
-        task=f"{spec.provenance.dataset}/{slug}",
-        agent_image=images["agent"],
-        grader_image=images["grader"],
-        workdir=spec.repo.workdir,
-        collect=collect_command(spec),
-        solution_dir=paths.task_dir(slug) / "solution",
-        grade_timeout_sec=spec.grading.timeout_sec,
-        agent_timeout_sec=spec.agent_timeout_sec,
-        network=spec.environment.network,
-        memory_mb=memory_mb,
-    )
-
-
 def candidate_bytes(spec: TaskSpec, gold: str) -> bytes:
     """The model.patch an agent applying `gold` would leave: the collect hook diffs against the
     snapshot's HEAD, so a setup patch (applied uncommitted in the agent image) comes first.
@@ -1046,6 +1024,8 @@ def run_quality(
     `logs/<task>/quality/{control,ablation-<n>}/`; `log` receives one line per run.
     An infrastructure fault of a run is recorded in that run (its hunks: covered None).
     """
+    from packager.engines.local import make_run_plan
+
     slug = spec.provenance.slug
     if result is not None and result.status != "verified":
         raise InputError(
@@ -1070,7 +1050,7 @@ def run_quality(
         client,
         spec,
         plan,
-        lambda: _run_plan(spec, paths, images, memory_mb),
+        lambda: make_run_plan(spec, paths, images, memory_mb=memory_mb),
         qdir,
         log or (lambda _line: None),
     )

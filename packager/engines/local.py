@@ -20,6 +20,36 @@ if TYPE_CHECKING:
     from packager.paths import OutputPaths
 
 
+def make_run_plan(
+    spec: TaskSpec,
+    paths: OutputPaths,
+    images: Mapping[str, str],
+    *,
+    memory_mb: int | None = None,
+    judge_env: Mapping[str, str] | None = None,
+) -> RunPlan:
+    """How every run of `spec` is made (oracle, nop, a candidate patch, a quality ablation):
+    its images, workdir, collect hook, timeouts, network and, for a browser-judged task, the
+    grader's model endpoint (`judge_env`) and network.
+    """
+    slug = spec.provenance.slug
+    judged = spec.grading.rule == "judge"
+    return RunPlan(
+        task=f"{spec.provenance.dataset}/{slug}",
+        agent_image=images["agent"],
+        grader_image=images["grader"],
+        workdir=spec.repo.workdir,
+        collect=collect_command(spec),
+        solution_dir=paths.task_dir(slug) / "solution",
+        grade_timeout_sec=spec.grading.timeout_sec,
+        agent_timeout_sec=spec.agent_timeout_sec,
+        network=spec.environment.network,
+        memory_mb=memory_mb,
+        grader_env=judge_grader_env(judge_env) if judged else (),
+        grader_network=judged,
+    )
+
+
 def verify_task(
     client: DockerClient,
     spec: TaskSpec,
@@ -40,20 +70,7 @@ def verify_task(
     """
     slug = spec.provenance.slug
     logs = paths.log_dir(slug)
-    plan = RunPlan(
-        task=f"{spec.provenance.dataset}/{slug}",
-        agent_image=images["agent"],
-        grader_image=images["grader"],
-        workdir=spec.repo.workdir,
-        collect=collect_command(spec),
-        solution_dir=paths.task_dir(slug) / "solution",
-        grade_timeout_sec=spec.grading.timeout_sec,
-        agent_timeout_sec=spec.agent_timeout_sec,
-        network=spec.environment.network,
-        memory_mb=memory_mb,
-        grader_env=judge_grader_env(judge_env) if spec.grading.rule == "judge" else (),
-        grader_network=spec.grading.rule == "judge",
-    )
+    plan = make_run_plan(spec, paths, images, memory_mb=memory_mb, judge_env=judge_env)
     oracle: list[RunResult] = []
     nop: RunResult | None = None
     for i in range(oracle_runs):

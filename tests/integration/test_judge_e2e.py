@@ -89,6 +89,29 @@ def test_replay_judge_verifies_the_sample(out: Path, docker_client: Any) -> None
     assert left == [], "containers left behind"
 
 
+def test_verify_patch_grades_a_candidate_through_the_replay_judge(
+    out: Path, tmp_path: Path
+) -> None:
+    """`verify --patch FILE --judge replay`: the candidate's grader gets the replay endpoint and a
+    network, like oracle and nop runs (the gold patch passes both workflows, an empty one fails
+    the target and keeps the app's other behaviour).
+    """
+    gold = out / "samples" / "tasks" / TASK / "solution" / "gold.patch"
+    empty = tmp_path / "empty.patch"
+    empty.write_text("")
+    said = {}
+    for name, patch in (("gold", gold), ("empty", empty)):
+        proc = run_cli(
+            "verify", TASK, "--out", str(out), "--patch", str(patch), "--judge", "replay"
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        said[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert said["gold"]["reward"] == 1.0, said["gold"]
+    assert said["gold"]["subscores"] == {"target": 1.0, "preservation": 1.0}
+    assert said["empty"]["reward"] == 0.0, said["empty"]
+    assert said["empty"]["subscores"] == {"target": 0.0, "preservation": 1.0}
+
+
 def test_agent_image_has_nothing_of_the_judge(out: Path, docker_client: Any) -> None:
     """Chromium, browser-use and the workflows are in the grader image only."""
     result = _result(out)

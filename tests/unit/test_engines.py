@@ -188,3 +188,55 @@ def test_cli_help_lists_engines_and_harbor_env() -> None:
     assert "local|harbor" in proc.stdout
     assert "--harbor-env" in proc.stdout
     assert engines.DEFAULT_ENVIRONMENT == "docker"
+
+
+def _sample_spec(task: str) -> TaskSpec:
+    from packager.pipeline import Selection, iter_specs
+    from packager.sources import open_dataset
+
+    return next(iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=(task,))))
+
+
+def test_one_run_plan_for_every_run_of_a_task(tmp_path: Path) -> None:
+    """Oracle, nop, `verify --patch` and quality ablations all take `make_run_plan`: a judged
+    task's grader gets the model endpoint (loopback made reachable) and a network; others none.
+    """
+    from packager.engines.local import make_run_plan
+
+    paths = OutputPaths(tmp_path, "samples")
+    images = {"agent": "a:1", "grader": "g:1"}
+    endpoint = {
+        "PACKAGER_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
+        "PACKAGER_JUDGE_MODEL": "m",
+        "UNRELATED": "x",
+    }
+    judged = make_run_plan(_sample_spec("samples__todo-web-5"), paths, images, judge_env=endpoint)
+    assert judged.grader_network is True
+    assert dict(judged.grader_env) == {
+        "PACKAGER_JUDGE_BASE_URL": "http://host.docker.internal:9/v1",
+        "PACKAGER_JUDGE_MODEL": "m",
+    }
+    spec = _spec()
+    plain = make_run_plan(spec, paths, images, memory_mb=512, judge_env=endpoint)
+    assert (plain.grader_env, plain.grader_network) == ((), False)
+    assert (plain.agent_image, plain.grader_image, plain.memory_mb) == ("a:1", "g:1", 512)
+    assert plain.agent_timeout_sec == spec.agent_timeout_sec
+    assert plain.grade_timeout_sec == spec.grading.timeout_sec
+    assert plain.network == spec.environment.network
+    assert plain.solution_dir == paths.task_dir(TASK) / "solution"
+
+
+def test_verify_patch_of_a_judged_task_without_a_model_is_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("PACKAGER_JUDGE_BASE_URL", "PACKAGER_JUDGE_MODEL", "PACKAGER_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    patch = tmp_path / "x.patch"
+    patch.write_text("")
+    proc = run_cli(
+        "verify", "samples__todo-web-5", "--out", str(tmp_path / "out"), "--patch", str(patch)
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "samples__todo-web-5" in said and "PACKAGER_JUDGE_BASE_URL" in said, said
+    assert "--judge replay" in said
