@@ -70,7 +70,12 @@ def _agent_tag(spec: TaskSpec) -> str:
 
 @pytest.mark.parametrize("task", GRADEABLE)
 def test_sample_agent_image_is_clean(
-    task: str, built: tuple[Path, dict[str, Any]], specs: dict[str, TaskSpec], docker_client: Any
+    task: str,
+    built: tuple[Path, dict[str, Any]],
+    specs: dict[str, TaskSpec],
+    docker_client: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out, results = built
     assert results.get(task, {}).get("status") == "built", results.get(task)
@@ -83,8 +88,10 @@ def test_sample_agent_image_is_clean(
     assert written["stats"]["evidence_units"] > 0
     # `packager build` audited this very image already: the clean verdict is reused ...
     assert report.stats.get("cached") == 1 and written["cache_key"]
-    # ... but not for other secrets (a changed gold patch is audited afresh).
+    # ... but not for other secrets (a changed gold patch is audited afresh; an empty machine
+    # cache, as an earlier run of this test left that very verdict in the machine's own).
     changed = specs[task].model_copy(update={"gold_patch": (specs[task].gold_patch or "") + " "})
+    monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "cache"))
     again = audit_task(docker_client, changed, paths)
     assert again.clean and "cached" not in again.stats and again.stats["layers"] >= 3
 
