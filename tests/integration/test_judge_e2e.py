@@ -84,7 +84,7 @@ def test_replay_judge_verifies_the_sample(out: Path, docker_client: Any) -> None
     assert result["engine"] == "local"
     _check_judged_runs(result, REPLAY_MODEL)
     left = docker_client.containers.list(
-        all=True, filters={"label": f"packager.task=samples/{TASK}"}
+        all=True, filters={"label": [f"packager.task=samples/{TASK}", "packager.run"]}
     )
     assert left == [], "containers left behind"
 

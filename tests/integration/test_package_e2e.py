@@ -75,7 +75,7 @@ def test_package_verifies_sample(task: str, out: Path, docker_client: Any) -> No
         assert run["duration_sec"] > 0
     assert set(result["images"]) == {"agent", "grader"}
     left = docker_client.containers.list(
-        all=True, filters={"label": f"packager.task=samples/{task}"}
+        all=True, filters={"label": [f"packager.task=samples/{task}", "packager.run"]}
     )
     assert left == [], "containers left behind"
 

@@ -137,7 +137,10 @@ def _check_common(
     assert saved["task"] == spec.provenance.slug and "flagged" in saved
     assert cached_quality(paths, spec, result.image_ids) == report
     left = client.containers.list(
-        all=True, filters={"label": f"packager.task={spec.provenance.dataset}/{report.task}"}
+        all=True,
+        filters={
+            "label": [f"packager.task={spec.provenance.dataset}/{report.task}", "packager.run"]
+        },
     )
     assert left == [], "containers left behind"
 

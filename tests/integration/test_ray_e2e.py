@@ -101,7 +101,7 @@ def _stop_driver(proc: subprocess.Popen[str]) -> None:
     proc.communicate()
 
 
-def _listed(docker_client: Any, filters: dict[str, str]) -> list[Any]:
+def _listed(docker_client: Any, filters: dict[str, Any]) -> list[Any]:
     """Containers matching `filters`, in one listing call (a full listing inspects each one and
     fails when a job removes it in between).
     """
@@ -215,7 +215,7 @@ def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
     assert all(r["status"] == "verified" for r in final.values())
     assert all((results_dir / f"{t}.json").read_bytes() == before[t] for t in others)
     # Nothing of the killed node's job is left running on the engine.
-    left = _listed(docker_client, {"label": "packager.task"})
+    left = _listed(docker_client, {"label": ["packager.task", "packager.run"]})
     assert not [c for c in left if "gen__calc" in (c.attrs.get("Labels") or {})["packager.task"]]
 
 
@@ -231,12 +231,19 @@ def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
         "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
         "--registry", f"{registry}/raystop",
     ]  # fmt: skip
-    proc = _start_driver(command)
     ours = {"label": "packager.tool=packager"}
+    # Containers an earlier test left (stopped ones too) are not this run's: were they taken
+    # for the run's first container, Ctrl-C would reach the driver before Python is up.
+    before = {c.id for c in _listed(docker_client, ours)}
+
+    def this_run() -> list[Any]:
+        return [c for c in _listed(docker_client, ours) if c.id not in before]
+
+    proc = _start_driver(command)
     try:
         deadline = time.monotonic() + 600
         # Wait until the jobs run containers (builds are cached: they are grading by then).
-        while not _listed(docker_client, ours):
+        while not this_run():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no job started a container within 10 minutes"
             time.sleep(0.2)
@@ -247,8 +254,8 @@ def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
     assert proc.returncode == 130, stdout + stderr
     said = " ".join((stdout + stderr).split())
     assert re.search(r"interrupted: removed \d+ container\(s\) on 2 Ray node\(s\)", said), said
-    assert _listed(docker_client, ours) == []
+    assert this_run() == []
     time.sleep(5)  # a job that was not really stopped would start its next container by now
-    assert _listed(docker_client, ours) == []
+    assert this_run() == []
     # Interrupted tasks wrote no result; a rerun would run them.
     assert len(_results(out / "rows" / "results")) < 4

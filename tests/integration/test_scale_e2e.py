@@ -71,7 +71,9 @@ def test_interrupted_dataset_resumes_without_running_finished_tasks(
     assert 4 <= len(done) < N, sorted(done)
     before = {t: (out / "rows" / "results" / f"{t}.json").read_bytes() for t in done}
     logs_before = {t: _run_logs(out, t) for t in done}
-    left = docker_client.containers.list(all=True, filters={"label": "packager.task"})
+    left = docker_client.containers.list(
+        all=True, filters={"label": ["packager.task", "packager.run"]}
+    )
     assert not [c for c in left if "gen__calc" in (c.labels.get("packager.task") or "")]
 
     rerun = run_cli("package", "--all", "-j", "2", "--dataset", str(data), "--out", str(out))
