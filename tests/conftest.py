@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,16 @@ from tests.services import ServiceError, start_registry
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES_ROWS = ROOT / "packager" / "samples" / "rows.jsonl"
 HARBOR_PYTHON = ROOT / ".harbor" / "venv" / "bin" / "python"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give Ctrl-C back to the commands the tests start. A shell runs a background job (`make
+    test &`, `nohup`) with SIGINT ignored, and an ignored signal stays ignored across exec: the
+    tests that send SIGINT to a `packager` run would see it finish instead of stop. A handler
+    (not SIG_IGN) here is reset to the default in each child, where Python installs its own.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def sample_rows() -> list[dict[str, Any]]:
