@@ -245,8 +245,16 @@ class RayExecutor:
                     for ref in ready:
                         flight = inflight.pop(ref)
                         flight.node.running -= 1
+                        result = self._collect(ray, ref, flight, job)
+                        if result is None:  # never started: its node was gone already
+                            self.log(
+                                f"ray: node {flight.node.label} was gone before "
+                                f"{flight.spec.task_id} started there; placing it again"
+                            )
+                            queue.appendleft(flight.spec)
+                            continue
                         events.built()
-                        events.result(self._collect(ray, ref, flight, job))
+                        events.result(result)
             except KeyboardInterrupt:
                 raise self._interrupt(ray, inflight) from None
         finally:
@@ -303,19 +311,25 @@ class RayExecutor:
             shipped,
         )
 
-    def _collect(self, ray: Any, ref: Any, flight: _InFlight, job: Job) -> TaskResult:
-        """The job's result written into the driver's output folder (or its node's loss)."""
+    def _collect(self, ray: Any, ref: Any, flight: _InFlight, job: Job) -> TaskResult | None:
+        """The job's result written into the driver's output folder, or its node's loss; None
+        when the job never started because its node was gone before Ray could place it there
+        (a node killed moments before is still listed alive until its heartbeats time out):
+        nothing ran, so nothing is hidden by placing the job on another node.
+        """
         from packager.model import TaskResult
 
         try:
             answer = ray.get(ref)
         except ray.exceptions.RayError as exc:
+            if isinstance(exc, ray.exceptions.TaskUnschedulableError):
+                flight.node.alive = False
+                return None
             cause = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             node_lost = isinstance(
                 exc,
                 ray.exceptions.NodeDiedError
                 | ray.exceptions.WorkerCrashedError
-                | ray.exceptions.TaskUnschedulableError
                 | ray.exceptions.ObjectLostError,
             )
             if node_lost or flight.node.node_id not in live_nodes(ray):

@@ -208,3 +208,52 @@ def test_publish_takes_an_image_the_registry_already_serves(
     assert reference == "127.0.0.1:5999/team/ds.t1@sha256:" + "1" * 64 and pushed is False
     with pytest.raises(PublishError, match="package the task first"):
         resolve_image(None, registry, "packager/ds.t1:grader-abc", lambda _: None)
+
+
+class _FailingRay:
+    """A stand-in for the `ray` module whose `get` raises one of Ray's own errors."""
+
+    def __init__(self, error: Exception) -> None:
+        import ray.exceptions
+
+        self.exceptions = ray.exceptions
+        self.error = error
+
+    def get(self, ref: object) -> object:
+        raise self.error
+
+
+def _flight(tmp_path: Path) -> tuple[object, object]:
+    from types import SimpleNamespace
+
+    from packager.paths import OutputPaths
+
+    spec = SimpleNamespace(
+        task_id="gen__calc-3",
+        provenance=SimpleNamespace(slug="gen__calc-3", dataset="rows"),
+        expectations=SimpleNamespace(nop_reward=None),
+    )
+    job = SimpleNamespace(engine="local", paths=OutputPaths(tmp_path, "rows"))
+    node = Node("c" * 56, "10.0.0.3", "three", 2.0, running=0)
+    return ray_executor._InFlight(spec, node), job  # type: ignore[arg-type]
+
+
+def test_a_job_its_node_never_started_is_placed_again_not_lost(tmp_path: Path) -> None:
+    """A node killed moments before is listed alive until its heartbeats time out; a job pinned
+    to it is unschedulable, never started: the driver places it again (None) instead of
+    reporting a loss. A job that did start and lost its node is infra_error naming the node.
+    """
+    import ray.exceptions as errors
+
+    executor = RayExecutor("auto")
+    flight, job = _flight(tmp_path)
+    gone = _FailingRay(errors.TaskUnschedulableError("the node specified does not exist"))
+    assert executor._collect(gone, "ref", flight, job) is None  # type: ignore[arg-type]
+    assert flight.node.alive is False  # type: ignore[attr-defined]
+
+    flight, job = _flight(tmp_path)
+    crashed = _FailingRay(errors.WorkerCrashedError())
+    result = executor._collect(crashed, "ref", flight, job)  # type: ignore[arg-type]
+    assert result is not None and result.status == "infra_error"
+    assert "c" * 12 in (result.reason or "") and "lost mid-task" in (result.reason or "")
+    assert flight.node.alive is False  # type: ignore[attr-defined]
