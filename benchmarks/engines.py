@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,11 +21,12 @@ sys.path.insert(0, str(ROOT))
 
 from packager.build import connect  # noqa: E402
 from packager.engines.harbor import read_trials, run_jobs, task_job  # noqa: E402
+from packager.engines.local import make_run_plan  # noqa: E402
 from packager.paths import OutputPaths  # noqa: E402
 from packager.pipeline import Selection, iter_specs  # noqa: E402
 from packager.sources import open_dataset  # noqa: E402
-from packager.targets.harbor import collect_command, make_harbor_task  # noqa: E402
-from packager.verify import RunPlan, run_once  # noqa: E402
+from packager.targets.harbor import make_harbor_task  # noqa: E402
+from packager.verify import run_once  # noqa: E402
 
 TASKS = ["samples__textkit-1", "samples__intset-2", "samples__kvstore-3", "samples__inventory-4"]
 ROUNDS = 3
@@ -45,17 +47,8 @@ def main() -> int:
     for spec in iter_specs(sel):
         slug = spec.provenance.slug
         task = make_harbor_task(spec)
-        plan = RunPlan(
-            task=f"bench/{slug}",
-            agent_image=task.agent_image,
-            grader_image=task.grader_image,
-            workdir=spec.repo.workdir,
-            collect=collect_command(spec),
-            solution_dir=paths.task_dir(slug) / "solution",
-            grade_timeout_sec=spec.grading.timeout_sec,
-            agent_timeout_sec=spec.agent_timeout_sec,
-            network=spec.environment.network,
-        )
+        images = {"agent": task.agent_image, "grader": task.grader_image}
+        plan = replace(make_run_plan(spec, paths, images), task=f"bench/{slug}")
         local, harbor, rewards = [], [], []
         for i in range(ROUNDS):
             started = time.perf_counter()
