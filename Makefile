@@ -10,21 +10,23 @@ ARGS ?=
 JUDGE ?=
 HARBOR_PYTHON ?= $(shell ls -d "$$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python 2>/dev/null | tail -n 1)
 
-.PHONY: install docker registry package test check lint typecheck golden harbor hud bench clean help
+.PHONY: install docker registry package test check lint typecheck golden specs harbor hud bench clean help
 
 help:
 	@echo "make package TASK=<instance_id>   render, build and verify one task (samples by default)"
 	@echo "make test                         the whole test suite, Docker end-to-end included"
 	@echo "make check                        ruff, mypy and the tests"
 	@echo "make golden                       rewrite the golden render trees (never in CI)"
+	@echo "make specs                        regenerate packager/harness_specs.json (swebench 4.1.0)"
 	@echo "make harbor                       the pinned Harbor 0.25 environment in .harbor/"
 	@echo "make hud                          the pinned HUD SDK (hud 0.6.21) in .hud/"
 
-$(BIN)/.installed: pyproject.toml requirements-test.txt
+$(BIN)/.installed: pyproject.toml requirements-test.txt requirements-specs.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,ray]'
 	$(BIN)/pip install -q --no-deps -r requirements-test.txt
+	$(BIN)/pip install -q --no-deps --upgrade --target $(VENV)/swebench-4.1.0 -r requirements-specs.txt
 	@touch $@
 
 install: $(BIN)/.installed
@@ -61,6 +63,10 @@ check: lint typecheck test
 
 golden: install
 	$(BIN)/python -m tests.golden.regenerate
+
+# Regenerate packager/harness_specs.json from the pinned swebench release (never by hand).
+specs: install
+	$(BIN)/python scripts/harness_specs.py
 
 bench: install docker harbor registry
 	$(BIN)/python benchmarks/render.py
