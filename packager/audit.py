@@ -14,11 +14,14 @@ tar is read member by member and never extracted as a whole. Three things are lo
    `objects/` folder, loose objects and packs, from every layer) is gathered into a scratch bare
    repository and read with host `git`. Any commit that is not `base_commit` or one of its
    ancestors is a leak (a future commit, reachable or dangling), an annotated tag object is a
-   leak, and every blob not reachable from `base_commit` is checked like a file (a dangling
-   `git hash-object -w` of the fixed file is a leak).
+   leak unless it is a *past tag* (it names `base_commit` or an ancestor and was made no later
+   than `base_commit`: history, which the snapshot keeps for `git describe`), and every blob
+   not reachable from `base_commit` is checked like a file (a dangling `git hash-object -w`
+   of the fixed file is a leak).
 3. **Repository metadata of the workdir repository, in every layer**: any ref other than a
-   branch at `base_commit` (tags, other branches, remote-tracking refs, stash, ORIG_HEAD,
-   FETCH_HEAD), any non-empty reflog, any configured remote, any alternates file.
+   branch at `base_commit` or a past tag (other tags, other branches, remote-tracking refs,
+   stash, ORIG_HEAD, FETCH_HEAD), any non-empty reflog, any configured remote, any alternates
+   file.
 
 `audit_image` returns an `AuditReport`; `audit_task` also writes
 `<out>/<dataset>/results/<task>.audit.json`.
@@ -36,7 +39,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -705,8 +708,43 @@ def _patched_files(store: _Store, base: str, patch: str | None) -> dict[str, byt
         }
 
 
-def _ref_findings(layer: _Layer, workdir_git: str, base: str) -> list[Finding]:
-    """Refs, reflogs, remotes and alternates in one layer's copy of the workdir repository."""
+def _past_tag_values(store: _Store, base: str, ancestors: set[str]) -> set[str]:
+    """Ids a past tag may hold in `store`: annotated tag objects naming `base` or an ancestor,
+    tagged no later than `base` was committed; and those ancestors themselves (a lightweight
+    tag names the commit), committed no later than `base`.
+    """
+    dates = _git(store.git_dir, "log", "-1", "--format=%ct", base, check=False).stdout.split()
+    if not dates:
+        return set()
+    made = int(dates[0])
+    allowed: set[str] = set()
+    tags = [oid for oid, kind in _all_objects(store).items() if kind == "tag"]
+    for oid, _, data in _cat_batch(store.git_dir, tags):
+        header = data.split(b"\n\n", 1)[0].decode("utf-8", "replace").splitlines()
+        fields = {line.split(" ", 1)[0]: line.partition(" ")[2] for line in header}
+        tagged = fields.get("tagger", "").rsplit(" ", 2)
+        when = int(tagged[1]) if len(tagged) == 3 and tagged[1].isdigit() else None
+        if (
+            fields.get("type") == "commit"
+            and fields.get("object") in ancestors
+            and when is not None
+            and when <= made
+        ):
+            allowed.add(oid)
+    listing = _git(store.git_dir, "log", "--format=%H %ct", base, check=False).stdout
+    for row in listing.decode().splitlines():
+        sha, _, when_text = row.partition(" ")
+        if when_text.isdigit() and int(when_text) <= made:
+            allowed.add(sha)
+    return allowed
+
+
+def _ref_findings(
+    layer: _Layer, workdir_git: str, base: str, past_tags: Set[str] = frozenset()
+) -> list[Finding]:
+    """Refs, reflogs, remotes and alternates in one layer's copy of the workdir repository;
+    a tag holding one of `past_tags` is history, not a finding.
+    """
     out: list[Finding] = []
     meta = layer.git_meta
 
@@ -747,7 +785,8 @@ def _ref_findings(layer: _Layer, workdir_git: str, base: str) -> list[Finding]:
                 add(kind, rel, f"symbolic ref {name} -> {value[5:]}")
             continue
         if name.startswith("refs/tags/"):
-            add("tag", rel, f"tag {name[10:]} -> {value[:12]}", value[:40])
+            if value[:40] not in past_tags:
+                add("tag", rel, f"tag {name[10:]} -> {value[:12]}", value[:40])
         elif name.startswith("refs/remotes/"):
             add("remote", rel, f"remote-tracking ref {name[13:]} -> {value[:12]}", value[:40])
         elif not name.startswith("refs/heads/") or value != base:
@@ -882,10 +921,13 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
                     base_lines |= norm_lines(data)
         n_objects = 0
         stray = 0
+        past_tags: set[str] = set()
         for store in opened:
             objects = _all_objects(store)
             n_objects += len(objects)
             reachable = _reachable(store, base) or set()
+            if store is workdir_store:
+                past_tags = _past_tag_values(store, base, reachable)
             loose_blobs: list[str] = []
             for oid, kind in sorted(objects.items()):
                 if oid in reachable:
@@ -902,6 +944,8 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
                         )
                     )
                 elif kind == "tag":
+                    if store is workdir_store and oid in past_tags:
+                        continue
                     findings.append(
                         Finding("tag", layer_key, store.where, oid, "annotated tag object")
                     )
@@ -912,7 +956,7 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
             for oid, _, data in _cat_batch(store.git_dir, loose_blobs):
                 scan.check(data, store.origin.get(oid, ""), store.where, oid)
         for layer in layers:
-            findings.extend(_ref_findings(layer, workdir_git, base))
+            findings.extend(_ref_findings(layer, workdir_git, base, past_tags))
 
     units, dropped = make_units(secrets.sources, base_lines)
     exact = {d: v for d, v in secrets.exact.items() if informative(v[2], base_lines, base_digests)}

@@ -74,7 +74,8 @@ BaseImageOpt = Annotated[
     typer.Option(
         "--base-image",
         help="VERSION=IMAGE: the base image for recipes asking for that Python version "
-        "(default: Debian's own python3 for its version). Repeatable.",
+        "(default: the official python:VERSION-slim where the engine has or can pull it, "
+        "else Debian's python3: 3.9 bullseye, 3.11 bookworm, 3.13 trixie). Repeatable.",
     ),
 ]
 PrebuiltOpt = Annotated[
@@ -123,6 +124,15 @@ LanguageOpt = Annotated[
     list[str] | None,
     typer.Option("--language", help="Only rows in this language, e.g. python (repeatable)."),
 ]
+PythonFallbackOpt = Annotated[
+    str,
+    typer.Option(
+        "--python-fallback",
+        help="A Python version no image serves (no --base-image, no official image, not "
+        "Debian's 3.9/3.11/3.13): nearest (use the nearest served version at or above it, "
+        "recorded as python_used) or never (refuse the row, exit 2).",
+    ),
+]
 TasksArg = Annotated[list[str] | None, typer.Argument(help="Instance ids to work on.")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Work on every row of the dataset.")]
 
@@ -154,6 +164,7 @@ ROW_ARGS = (
     "id_filter",
     "repo_filter",
     "language",
+    "python_fallback",
 )
 """The options every row-reading command takes, passed on to `_selection` by name."""
 
@@ -180,6 +191,7 @@ def _selection(
     id_filter: list[str] | None = None,
     repo_filter: list[str] | None = None,
     language: list[str] | None = None,
+    python_fallback: str = "nearest",
 ) -> Selection:
     from packager.pipeline import Selection
     from packager.recipes import Recipes, parse_base_image_options, read_recipes
@@ -207,30 +219,61 @@ def _selection(
         id_globs=tuple(id_filter or ()),
         repo_globs=tuple(repo_filter or ()),
         languages=tuple(language or ()),
+        python_fallback=_choice(python_fallback, "--python-fallback", ("nearest", "never")),  # type: ignore[arg-type]
     )
 
 
 @app.command("list")
 def list_command(
-    dataset: DatasetOpt = None, split: SplitOpt = "test", schema: SchemaOpt = None
+    dataset: DatasetOpt = None,
+    split: SplitOpt = "test",
+    schema: SchemaOpt = None,
+    recipes: RecipesOpt = None,
+    base_image: BaseImageOpt = None,
 ) -> None:
-    """List the rows of a dataset: instance id, schema, language."""
+    """List the rows of a dataset: instance id, schema, language, and where the row's
+    environment comes from (a recipe, its install_config, the SWE-bench harness's spec, a
+    published image) with the Python it asks for and the one it gets.
+    """
     from packager.adapters import Context, detect_schema, row_id, to_spec
+    from packager.recipes import parse_base_image_options, read_recipes
     from packager.sources import iter_rows, open_dataset
 
     try:
         ds = open_dataset(dataset, split)
-        ctx = Context(dataset=ds.name, split=split, recipes=ds.recipes)
+        extra = read_recipes(recipes) if recipes is not None else None
+        ctx = Context(
+            dataset=ds.name,
+            split=split,
+            recipes=ds.recipes.merged(extra) if extra is not None else ds.recipes,
+            base_images=parse_base_image_options(base_image or []),
+        )
         for row in iter_rows(ds):
             name = schema or detect_schema(row)
             try:
-                language = to_spec(row, ctx, name).provenance.language
-            except PackagerError:
+                spec = to_spec(row, ctx, name)
+            except PackagerError as exc:
                 # Listing shows rows as they are; `render` names what is wrong with a bad one.
                 language = str(row.get("language") or "-")
-            typer.echo(f"{row_id(row)}\t{name}\t{language}")
+                problem = str(getattr(exc, "problem", exc)).split(";")[0]
+                typer.echo(f"{row_id(row)}\t{name}\t{language}\tnot packageable: {problem}")
+                continue
+            typer.echo(
+                f"{row_id(row)}\t{name}\t{spec.provenance.language}\t{_environment_line(spec)}"
+            )
     except PackagerError as exc:
         _fail(exc)
+
+
+def _environment_line(spec: TaskSpec) -> str:
+    """Where a spec's environment comes from, and its Python (`3.6 -> 3.9` when substituted)."""
+    meta = spec.provenance.metadata
+    source = str(meta.get("environment_source") or "-")
+    asked, used = meta.get("python_requested"), meta.get("python_used")
+    if asked is None:
+        return source
+    python = f"python {asked}" if asked == used else f"python {asked} -> {used}"
+    return f"{source}; {python}"
 
 
 @app.command("render")
@@ -251,6 +294,7 @@ def render_command(
     id_filter: FilterOpt = None,
     repo_filter: RepoFilterOpt = None,
     language: LanguageOpt = None,
+    python_fallback: PythonFallbackOpt = "nearest",
 ) -> None:
     """Write Harbor task folders, HUD environment sources and oracle/nop manifests.
 
@@ -813,6 +857,7 @@ def build_command(
     id_filter: FilterOpt = None,
     repo_filter: RepoFilterOpt = None,
     language: LanguageOpt = None,
+    python_fallback: PythonFallbackOpt = "nearest",
     workers: WorkersOpt = 1,
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
@@ -854,6 +899,7 @@ def package_command(
     id_filter: FilterOpt = None,
     repo_filter: RepoFilterOpt = None,
     language: LanguageOpt = None,
+    python_fallback: PythonFallbackOpt = "nearest",
     workers: WorkersOpt = 1,
     ca_bundle: CaOpt = None,
     build_timeout: BuildTimeoutOpt = 1800.0,
@@ -932,6 +978,7 @@ def verify_command(
     id_filter: FilterOpt = None,
     repo_filter: RepoFilterOpt = None,
     language: LanguageOpt = None,
+    python_fallback: PythonFallbackOpt = "nearest",
     workers: WorkersOpt = 1,
     engine: EngineOpt = "local",
     harbor_env: HarborEnvOpt = None,
@@ -1053,6 +1100,7 @@ def audit_command(
     id_filter: FilterOpt = None,
     repo_filter: RepoFilterOpt = None,
     language: LanguageOpt = None,
+    python_fallback: PythonFallbackOpt = "nearest",
 ) -> None:
     """Inspect every layer and git object of built agent images for leaks (exit 1 on a leak).
 
@@ -1100,6 +1148,7 @@ def quality_command(
     id_filter: FilterOpt = None,
     repo_filter: RepoFilterOpt = None,
     language: LanguageOpt = None,
+    python_fallback: PythonFallbackOpt = "nearest",
     max_ablations: MaxAblationsOpt = 12,
     strict_quality: StrictQualityOpt = False,
     force: ForceOpt = False,

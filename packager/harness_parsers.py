@@ -102,3 +102,18 @@ def default_test_command(name: str) -> str | None:
     if name in HARNESS_TEST_COMMANDS:
         return HARNESS_TEST_COMMANDS[name]
     return DEFAULT_TEST_COMMANDS.get(HARNESS_PARSERS.get(name, name))
+
+
+def not_test_ids(parser: str, test_ids: tuple[str, ...]) -> tuple[str, ...]:
+    """Listed ids that are pytest's own progress marks, not tests: runner output the harness's
+    line-matching parser once read as a result (SWE-bench Verified lists `[100%]` as a
+    PASS_TO_PASS of pytest-dev__pytest-5262 and -7521). Nothing else is ever set aside.
+    """
+    import re
+
+    from packager.grading.parsers import PYTEST_FAMILY
+
+    if parser not in PYTEST_FAMILY:
+        return ()
+    progress = re.compile(r"^\[\s*\d{1,3}%\]$")
+    return tuple(test_id for test_id in test_ids if progress.match(test_id))

@@ -87,20 +87,21 @@ class Environment(Frozen):
     requirements: dict[str, bytes] = Field(default_factory=dict)
     """Requirement files installed with `pip install -r`, in order (name -> content)."""
     requirements_paths: tuple[str, ...] = ()
-    """Requirement files still to be read from the repository at `source_commit` (the
-    pipeline resolves them into `requirements`; adapters do no I/O)."""
+    """Candidate requirement files, the first that exists in the repository at
+    `source_commit` to be read (the pipeline resolves it into `requirements`; adapters do no
+    I/O)."""
     conda_env_paths: tuple[str, ...] = ()
-    """environment.yml files to read from the repository at `source_commit` (need conda)."""
-    conda_env_file: bytes | None = None
+    """Candidate environment.yml files, likewise; read as pip requirements (packager.conda)."""
     source_commit: str | None = None
     pip_packages: tuple[str, ...] = ()
     """Packages installed with pip after the requirement files."""
     packages: tuple[str, ...] = ()
     """Debian packages installed as root."""
     pre_install: tuple[str, ...] = ()
-    """Shell commands run as root before the repository is copied in."""
+    """Shell commands run as root in the workdir once the repository is in (before `install`;
+    the harness runs them after its clone)."""
     install: tuple[str, ...] = ()
-    """Shell commands run in the workdir after the repository is copied in."""
+    """Shell commands run in the workdir after `pre_install`."""
     env: dict[str, str] = Field(default_factory=dict)
     """ENV lines of the agent image, right after FROM; `$VAR` expands as Docker expands it, and
     grading runs with the image's resulting environment (never these literals)."""
@@ -208,6 +209,12 @@ class RunResult(Frozen):
     judge: dict[str, Any] | None = None
     """A browser judge's run: per workflow its outcome, reason, model calls, tokens, seconds
     and screenshot; and the totals."""
+    tests_run: int | None = None
+    """How many tests the test command's output reported (None: no test command ran)."""
+    exit_code: int | None = None
+    """The test command's exit code."""
+    test_tail: str | None = None
+    """The last lines of the test output, kept when it reported no test at all."""
 
 
 class TaskResult(Frozen):
@@ -231,3 +238,7 @@ class TaskResult(Frozen):
     """The cluster node that built and verified the task (`--executor ray`), else None."""
     registry_images: dict[str, str] = Field(default_factory=dict)
     """Role → `host/ns/name@sha256:…` of the images pushed to `--registry` by the task's job."""
+    environment: dict[str, str] = Field(default_factory=dict)
+    """Where the agent image's environment came from and what it runs on: `source` (a recipe
+    key, the row's install_config, the harness spec, a published image), `python_requested` /
+    `python_used` / `python_base`, and `flattened_from` when a published image was flattened."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult
 
     from packager.build import DockerClient
+    from packager.errors import BuildError
     from packager.model import TaskResult
     from packager.write import Staging
 
@@ -51,6 +52,8 @@ class Selection:
     """Only rows of a repository matching one of these (`--repo`; owner/name or a glob)."""
     languages: tuple[str, ...] = ()
     """Only rows in one of these languages (`--language`)."""
+    python_fallback: Literal["nearest", "never"] = "nearest"
+    """`--python-fallback`: substitute the nearest served Python, or refuse the row."""
 
     def wants(self, spec: TaskSpec) -> bool:
         """Whether an adapted row passes the repository and language filters."""
@@ -79,7 +82,23 @@ class Selection:
             prompt=self.prompt,
             grader_entry=self.grader_entry,
             history=self.history,
+            can_pull=_engine_can_pull,
+            python_fallback=self.python_fallback,
         )
+
+
+def _engine_can_pull(name: str) -> bool:
+    """Whether a reachable engine's registry knows the image (packager.bases.can_pull: asked
+    without downloading, once per image per process; False when no engine answers).
+    """
+    try:
+        import docker
+
+        from packager.bases import can_pull
+
+        return can_pull(docker.from_env(timeout=10), name)
+    except Exception:  # noqa: BLE001 - no engine: nothing can be pulled
+        return False
 
 
 @functools.lru_cache(maxsize=1024)
@@ -206,48 +225,77 @@ def resolve_spec(
 
 
 def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> Environment:
-    """The recipe's requirement files (with `-r` includes inlined, as the harness does) and
-    environment.yml, read from the repository at the environment setup commit.
+    """The recipe's requirement file and environment.yml, read from the repository at the
+    environment setup commit as the harness reads them: the first of the candidate paths that
+    exists, `-r` includes inlined, lines that install the repository itself dropped, yanked
+    names replaced; an environment.yml becomes pip requirements (packager.conda).
     """
+    from packager.adapters import assumptions as A
+    from packager.conda import CondaError, from_environment_yml
     from packager.gitread import read_file
 
     env = spec.environment
     commit = env.source_commit or spec.repo.base_commit
 
-    def read(path: str, key: str, depth: int = 0) -> bytes:
-        data = read_file(git_dir, commit, path)
-        if data is None:
-            raise RowError(
-                spec.task_id,
-                key,
-                f"{path} is not in {spec.repo.name} at {commit[:12]} "
-                "(the environment setup commit); files are read from the repository, never "
-                "downloaded",
-            )
+    def first(paths: tuple[str, ...], key: str) -> tuple[str, bytes]:
+        for path in paths:
+            data = read_file(git_dir, commit, path)
+            if data is not None:
+                return path, data
+        raise RowError(
+            spec.task_id,
+            key,
+            f"none of {', '.join(paths)} is in {spec.repo.name} at {commit[:12]} (the "
+            "environment setup commit); files are read from the repository, never downloaded",
+        )
+
+    def inline(path: str, data: bytes, depth: int = 0) -> list[str]:
         lines = []
         for line in data.decode("utf-8", "replace").splitlines():
             words = line.strip().split()
             if depth < 5 and len(words) == 2 and words[0] in ("-r", "--requirement"):
                 included = os.path.normpath(os.path.join(os.path.dirname(path), words[1]))
-                lines.append(read(included, key, depth + 1).decode("utf-8", "replace"))
-            else:
+                found = read_file(git_dir, commit, included)
+                if found is not None:  # the harness skips an include it cannot fetch
+                    lines += inline(included, found, depth + 1)
+            elif not line.strip().startswith(A.REQUIREMENT_LINES_DROPPED):
                 lines.append(line)
-        return ("\n".join(lines).rstrip("\n") + "\n").encode()
+        return lines
 
     requirements = dict(env.requirements)
-    for path in env.requirements_paths:
-        requirements[path.replace("/", "__")] = read(path, "install_config.reqs_path")
-    conda = env.conda_env_file
-    for path in env.conda_env_paths:
-        conda = read(path, "install_config.env_yml_path")
+    if env.requirements_paths:
+        path, data = first(env.requirements_paths, "install_config.reqs_path")
+        lines = replace_yanked(inline(path, data))
+        requirements[path.replace("/", "__")] = ("\n".join(lines).strip("\n") + "\n").encode()
+    if env.conda_env_paths:
+        path, data = first(env.conda_env_paths, "install_config.env_yml_path")
+        try:
+            converted = from_environment_yml(data.decode("utf-8", "replace"))
+        except CondaError as exc:
+            raise RowError(spec.task_id, "install_config.env_yml_path", f"{path}: {exc}") from exc
+        text = "".join(f"{line}\n" for line in replace_yanked(list(converted.requirements)))
+        requirements[path.replace("/", "__") + ".txt"] = text.encode()
     return env.model_copy(
-        update={
-            "requirements": requirements,
-            "requirements_paths": (),
-            "conda_env_file": conda,
-            "conda_env_paths": (),
-        }
+        update={"requirements": requirements, "requirements_paths": (), "conda_env_paths": ()}
     )
+
+
+def replace_yanked(lines: list[str]) -> list[str]:
+    """Requirement lines with the names the harness replaces (yanked from the index) replaced,
+    as the harness does (its replacement drops the version of the yanked name).
+    """
+    import re
+
+    from packager.harness_specs import replacements
+
+    out = []
+    for line in lines:
+        for old, new in replacements():
+            if re.match(rf"^{re.escape(old)}([<>=!~]=?.*|$)", line.strip()):
+                line = new or ""
+        if line:
+            out.append(line)
+    return out
 
 
 def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[Grading, Environment]:
@@ -496,7 +544,7 @@ def build_task(
     import tempfile
 
     from packager import build, repos
-    from packager.errors import RepoSourceError
+    from packager.errors import BuildError, RepoSourceError
     from packager.targets.harbor import SNAPSHOT_FILE, make_harbor_task
 
     task = make_harbor_task(spec)
@@ -510,20 +558,61 @@ def build_task(
     }
     buildargs: dict[str, str] = {}
     dockerfile_text = (task_dir / "environment" / "Dockerfile").read_text()
+    agent_labels: dict[str, str] = {}
+    flat: build.FlatBase | None = None
+    flattened: build.FlattenOutcome | None = None
+    flatten_log = logs / "build-flatten.log"
+    if spec.environment.prebuilt:
+        # A published harness image: what its own layers hold (later commits, branches, tags,
+        # unreachable objects) no later layer can remove, so the agent image is built FROM a
+        # copy of its file system in one layer, without the workdir's .git (docs/datasets.md).
+        published = build.first_from(dockerfile_text)
+        if opts.pull:
+            build.pull_missing(client, published, task=label, log_path=flatten_log)
+        build.check_base_images(
+            client, dockerfile_text, task=label, log_path=flatten_log, pull=opts.pull
+        )
+        try:
+            flat = build.flatten_plan(client, published, spec.repo.workdir)
+        except ValueError as exc:
+            flatten_log.parent.mkdir(parents=True, exist_ok=True)
+            flatten_log.write_text(f"ERROR: {exc}\n")
+            raise BuildError(label, published, f"cannot flatten it: {exc}", flatten_log) from exc
+        buildargs["PACKAGER_BASE"] = flat.tag
+        agent_labels = {build.LABEL_FLAT_BASE: flat.tag, build.LABEL_FLATTENED_FROM: flat.source}
+
+    def ensure_flat() -> build.FlattenOutcome:
+        assert flat is not None
+        return flattened or build.flatten_image(
+            client, flat, task=label, log_path=flatten_log, timeout_sec=opts.timeout_sec
+        )
+
     if opts.ca_bundle is not None:
-        # The image trusting the extra CA stands in for the first base: it is the one recorded,
-        # so an agent image built without that CA (or with another) is rebuilt.
+        # The image trusting the extra CA stands in for the first base (made FROM the flat
+        # image of a published one): it is the one recorded, so an agent image built without
+        # that CA (or with another, or on another published image) is rebuilt.
         build.check_base_images(
             client, dockerfile_text, task=label, log_path=logs / "build-agent.log", pull=opts.pull
         )
+        if flat is not None:
+            flattened = ensure_flat()
         buildargs["PACKAGER_BASE"] = build.ca_base_image(
-            client, build.first_from(dockerfile_text), opts.ca_bundle, logs
+            client,
+            flat.tag if flat is not None else build.first_from(dockerfile_text),
+            opts.ca_bundle,
+            logs,
         )
         bases = build.base_ids(client, f"FROM {buildargs['PACKAGER_BASE']}\n")
     else:
+        # For a published image: its id, not the flat image's (which is derived from it), so
+        # a re-pulled image makes the agent image stale here and in `cached_result` alike.
         bases = build.base_ids(client, dockerfile_text)
-    rebuild = build.image_exists(client, task.agent_image) and build.stale_bases(
-        client, task.agent_image, bases
+    rebuild = build.image_exists(client, task.agent_image) and (
+        build.stale_bases(client, task.agent_image, bases)
+        or (
+            flat is not None
+            and build.image_label(client, task.agent_image, build.LABEL_FLAT_BASE) != flat.tag
+        )
     )
     if rebuild or not build.image_exists(client, task.agent_image):
         with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
@@ -563,7 +652,9 @@ def build_task(
             log_path=logs / "build-agent.log",
             pull=opts.pull,
         )
-        if opts.ca_bundle is not None:
+        if flat is not None:
+            flattened = ensure_flat()
+        if "PACKAGER_BASE" in buildargs:
             ca_ctx = Path(tempfile.mkdtemp(prefix="packager-ctx-"))
             shutil.copytree(context, ca_ctx, dirs_exist_ok=True)
             (ca_ctx / "Dockerfile").write_text(build.with_base_override(dockerfile_text))
@@ -578,7 +669,7 @@ def build_task(
                 log_path=logs / "build-agent.log",
                 timeout_sec=opts.timeout_sec,
                 buildargs=buildargs,
-                labels={build.LABEL_BASES: bases},
+                labels={build.LABEL_BASES: bases, **agent_labels},
                 force=rebuild,
             )
         finally:
@@ -606,6 +697,16 @@ def build_task(
         force=rebuild,
     )
     outcome["agent_rebuilt_for_new_base"] = rebuild
+    if flat is not None:
+        # The agent image carries this flat image's label (built now, or checked above).
+        outcome["flattened_from"] = flat.source
+        outcome["flatten_sec"] = round(flattened.duration_sec, 3) if flattened else 0.0
+        if flattened is not None:
+            outcome["flatten_mb"] = flattened.size_mb
+        elif build.image_exists(client, flat.tag):
+            outcome["flatten_mb"] = build.image_size_mb(client, flat.tag)
+        if flattened is not None and flattened.log_path is not None:
+            outcome["flatten_log"] = str(flattened.log_path)
     outcome["grader_built"] = grader.built
     outcome["grader_build_sec"] = round(grader.duration_sec, 3)
     if grader.log_path:
@@ -624,6 +725,8 @@ class Staged:
     logs: dict[str, str]
     finish: Callable[..., TaskResult]
     """The task's result with its images, durations and logs: finish(status, reason=None)."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Facts of the agent image's environment (TaskResult.environment)."""
 
 
 def package_one(
@@ -713,8 +816,9 @@ def build_stage(
         return TaskResult(
             **base,
             status="build_failed",
-            reason=str(exc),
+            reason=build_failure_reason(exc, spec),
             logs={"dir": str(paths.log_dir(slug)), "build": str(exc.log_path)},
+            environment=environment_facts(spec, {}),
         )
     except (RepoSourceError, RowError) as exc:
         snapshot_log = paths.log_dir(slug) / "snapshot.log"
@@ -750,12 +854,14 @@ def build_stage(
     except Exception:  # noqa: BLE001 - a fake or failing engine: ids are only a cache key
         image_ids = {}
     durations = {"build": round(time.monotonic() - started, 3)}
-    for key in ("agent_build_sec", "grader_build_sec"):  # 0 when the image was already there
+    flatten = ("flatten_sec",) if "flatten_sec" in built else ()  # a published image only
+    for key in ("agent_build_sec", "grader_build_sec", *flatten):  # 0 when it was there
         seconds = built.get(key)
         durations[key.removesuffix("_sec")] = (
             float(seconds) if isinstance(seconds, int | float) else 0.0
         )
     logs = {k: str(v) for k, v in built.items() if k.endswith("_log")}
+    environment = environment_facts(spec, built)
     from packager.audit import AuditError, audit_path, audit_task
 
     def finish(status: Status, reason: str | None = None) -> TaskResult:
@@ -768,6 +874,7 @@ def build_stage(
             image_ids=image_ids,
             durations=durations,
             logs={"dir": str(paths.log_dir(slug)), **logs},
+            environment=environment,
         )
 
     try:
@@ -813,7 +920,41 @@ def build_stage(
                 "PACKAGER_JUDGE_API_KEY if it needs a key), or pass --judge replay for the "
                 "recorded turns of a sample",
             )
-    return Staged(spec, images, image_ids, durations, logs, finish)
+    return Staged(spec, images, image_ids, durations, logs, finish, environment)
+
+
+def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:
+    """A build error's text, followed by the environment step that failed (with the package
+    and the step's last lines) when the agent image's log shows it.
+    """
+    from packager.build_failures import explain
+
+    log_path = exc.log_path
+    if log_path is None or log_path.name != "build-agent.log" or not log_path.is_file():
+        return str(exc)
+    failure = explain(log_path.read_text(encoding="utf-8", errors="replace"), spec.environment)
+    return f"{failure.sentence()} ({exc})" if failure is not None else str(exc)
+
+
+def environment_facts(spec: TaskSpec, built: Mapping[str, object]) -> dict[str, str]:
+    """What a task's result says of its environment: where it came from (task metadata, set
+    by the adapter) and what the build did to it (a published image flattened).
+    """
+    meta = spec.provenance.metadata
+    facts = {fact: str(meta[key]) for key, fact in ENVIRONMENT_KEYS.items() if meta.get(key)}
+    flattened = built.get("flattened_from")
+    if flattened:
+        facts["flattened_from"] = str(flattened)
+    return facts
+
+
+ENVIRONMENT_KEYS = {
+    "environment_source": "source",
+    "python_requested": "python_requested",
+    "python_used": "python_used",
+    "python_base": "python_base",
+}
+"""Task metadata key -> the result's `environment` fact it becomes."""
 
 
 def run_stage(
@@ -853,7 +994,9 @@ def run_stage(
             memory_mb=memory_mb,
             judge_env=judge_env,
         )
-        return verified.model_copy(update={"image_ids": staged.image_ids})
+        return verified.model_copy(
+            update={"image_ids": staged.image_ids, "environment": staged.environment}
+        )
     except Cancelled:
         raise
     except PackagerError as exc:

@@ -18,8 +18,21 @@ def fmt_reward(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def python_cell(result: TaskResult) -> str:
+    """The Python a task's environment asked for and got: `3.9`, `3.6 -> 3.9` when
+    substituted, `-` for environments that name none.
+    """
+    asked = result.environment.get("python_requested")
+    used = result.environment.get("python_used")
+    if not asked:
+        return "-"
+    return asked if asked == used else f"{asked} -> {used}"
+
+
 def table_rows(results: Iterable[TaskResult]) -> list[list[str]]:
-    """One row per task: task, status, oracle rewards, nop reward (expected), seconds, logs."""
+    """One row per task: task, status, oracle rewards, nop reward (expected), Python asked and
+    used, seconds, logs.
+    """
     rows = []
     for r in results:
         oracle = ", ".join(fmt_reward(o.reward) for o in r.oracle) or "-"
@@ -29,12 +42,20 @@ def table_rows(results: Iterable[TaskResult]) -> list[list[str]]:
         runs: list[RunResult] = [*r.oracle, *([r.nop] if r.nop else [])]
         seconds = sum(x.duration_sec for x in runs) + sum(r.durations.values())
         rows.append(
-            [r.instance_id, r.status, oracle, nop, f"{seconds:.1f}", r.logs.get("dir", "-")]
+            [
+                r.instance_id,
+                r.status,
+                oracle,
+                nop,
+                python_cell(r),
+                f"{seconds:.1f}",
+                r.logs.get("dir", "-"),
+            ]
         )
     return rows
 
 
-HEADERS = ["task", "status", "oracle", "nop", "seconds", "logs"]
+HEADERS = ["task", "status", "oracle", "nop", "python", "seconds", "logs"]
 
 
 def make_markdown(dataset: str, results: list[TaskResult]) -> str:
@@ -259,12 +280,13 @@ def _table(ordered: list[TaskResult]) -> list[str]:
     parts += [f"<th>{_e(h)}</th>" for h in HEADERS]
     parts.append("</tr></thead><tbody>")
     for result, row in zip(ordered, table_rows(ordered), strict=True):
-        task, status, oracle, nop, seconds, logs = row
+        task, status, oracle, nop, python, seconds, logs = row
         parts.append(
             f'<tr id="task-{_e(result.instance_id)}"><td>{_e(task)}</td>'
             f'<td><span class="badge" style="background:{_status_colour(status)}">'
             f"{_e(status)}</span></td><td>{_e(oracle)}</td><td>{_e(nop)}</td>"
-            f'<td class="num">{_e(seconds)}</td><td><code>{_e(logs)}</code></td></tr>'
+            f'<td>{_e(python)}</td><td class="num">{_e(seconds)}</td>'
+            f"<td><code>{_e(logs)}</code></td></tr>"
         )
         if result.reason:
             parts.append(

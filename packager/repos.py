@@ -682,7 +682,9 @@ def write_snapshot_repo(
     `files` (inline rows) makes one commit of those files with a fixed identity and date.
     Otherwise objects come from `git_dir`, which is only read:
 
-    * `history="full"`: the history up to `base_commit`; the returned HEAD is `base_commit`.
+    * `history="full"`: the history up to `base_commit`, with the source's tags that are part
+      of it (`past_tags`: on an ancestor, made no later than the base); the returned HEAD is
+      `base_commit`.
     * `history="base-only"`: ONE commit whose tree is exactly `base_commit`'s tree (only that
       tree's objects are copied), made with a fixed identity and date, so the same base always
       gives the same commit. Its sha is NOT `base_commit` and `base_commit` does not resolve in
@@ -837,7 +839,61 @@ def _copy_from_source(
         )
     run("symbolic-ref", "HEAD", "refs/heads/main", cwd=dest)
     run("reset", "--quiet", "--hard", "refs/heads/main", cwd=dest, problem="checking out")
+    _copy_past_tags(run, dest, git_dir, commit)
     return commit
+
+
+def past_tags(run: _Git, git_dir: Path, repo: Path, commit: str) -> list[str]:
+    """The tags of `git_dir` that are history, not future, as of `commit`: each names `commit`
+    or one of its ancestors (held in `repo`) and was made no later than `commit` (tagger date,
+    or the commit's date for a lightweight tag).
+
+    Tools that version a checkout from `git describe` (setuptools_scm, versioneer) need them:
+    without a tag, pytest installs as 0.1.devN and its own `minversion` refuses to run. The
+    harness keeps the tags older than the base commit for the same reason.
+    """
+    listing = run(
+        "for-each-ref",
+        "--format=%(refname) %(objecttype) %(objectname) %(*objecttype) %(*objectname) "
+        "%(creatordate:unix)",
+        "refs/tags",
+        cwd=git_dir,
+    ).stdout.decode()
+    if not listing.strip():
+        return []
+    ancestors = set(run("rev-list", commit, cwd=repo).stdout.decode().split())
+    made = int(run("log", "-1", "--format=%ct", commit, cwd=repo).stdout.decode().strip())
+    kept = []
+    for line in listing.splitlines():
+        parts = line.split()
+        if len(parts) == 6:  # annotated: its target one level down
+            name, kind, _, target_kind, target, date = parts
+        elif len(parts) == 4:  # lightweight
+            name, kind, target, date = parts
+            target_kind = kind
+        else:
+            continue
+        if target_kind == "commit" and target in ancestors and int(date) <= made:
+            kept.append(name)
+    return kept
+
+
+def _copy_past_tags(run: _Git, dest: Path, git_dir: Path, commit: str) -> None:
+    """Fetch `past_tags` (with their tag objects) into the snapshot; nothing else comes."""
+    names = past_tags(run, git_dir, dest, commit)
+    if not names:
+        return
+    refspecs = "".join(f"{name}:{name}\n" for name in names).encode()
+    run(
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--stdin",
+        str(git_dir),
+        cwd=dest,
+        stdin=refspecs,
+        problem="copying the tags older than the base commit",
+    )
 
 
 def _copy_base_tree(
@@ -882,8 +938,14 @@ def _copy_base_tree(
     return head
 
 
+SNAPSHOT_MTIME = 946684800
+"""2000-01-01T00:00:00Z, the one modification time of every file of a snapshot: fixed, so the
+tar is deterministic, and after 1980, which is the earliest a ZIP (so a wheel, e.g. flit's
+editable wheel of the repository) can record."""
+
+
 def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
-    """A deterministic tar of the snapshot (sorted, uid 0, mtime 0)."""
+    """A deterministic tar of the snapshot (sorted, uid 0, every mtime SNAPSHOT_MTIME)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(repo.rglob("*")):
@@ -891,7 +953,7 @@ def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
             info = tar.gettarinfo(str(path), arcname=rel)
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
-            info.mtime = 0
+            info.mtime = SNAPSHOT_MTIME
             info.pax_headers = {}
             if info.isfile():
                 with path.open("rb") as fh:

@@ -306,7 +306,26 @@ def run_once(
         apply_log=apply_log,
         apply_excerpt=apply_excerpt,
         judge=judge_record(report.get("judge"), log_dir / "judge"),
+        **run_evidence(report, log_dir / "test-output.txt"),
     )
+
+
+def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
+    """What the test command's run showed: how many tests it reported, its exit code, and the
+    end of its output when it reported none (the environment could not run the tests).
+    """
+    tests = report.get("tests")
+    if not isinstance(tests, dict):
+        return {}
+    code = report.get("exit_code")
+    evidence: dict[str, Any] = {
+        "tests_run": len(tests),
+        "exit_code": code if isinstance(code, int) else None,
+    }
+    if not tests and output.is_file():
+        lines = [ln for ln in output.read_text(errors="replace").splitlines() if ln.strip()]
+        evidence["test_tail"] = " | ".join(ln[:200] for ln in lines[-6:])
+    return evidence
 
 
 def judge_record(judge: Any, root: Path) -> dict[str, Any] | None:
@@ -375,6 +394,14 @@ def decide_status(
     if broken:
         return "infra_error", f"{broken[0].kind} run: {broken[0].reason}"
     solved = [r.reward == 1.0 for r in oracle]
+    if not any(solved) and all(r.tests_run == 0 for r in runs):
+        # Not a verdict on the gold patch: the environment cannot run the tests at all (the
+        # runner is missing, or collection dies on an import) - a build problem.
+        first = oracle[0]
+        return "build_failed", (
+            f"the environment's test command step failed: it reported no test "
+            f"(exit {first.exit_code}) in any run; last lines: {first.test_tail or '-'}"
+        )
     if not any(solved):
         worst = oracle[0]
         reason = f"oracle reward {worst.reward} ({worst.grade_status}: {worst.reason})"

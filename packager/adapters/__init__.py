@@ -37,6 +37,15 @@ class Context:
     grader_entry: str | None = None
     """EC-SWE: the scoring script's path among grader_files (`--grader-entry`)."""
     history: Literal["full", "base-only"] = "full"
+    can_pull: Callable[[str], bool] = field(default=lambda _name: False)
+    """Whether the engine can pull an image from a registry (the pipeline asks it once)."""
+    python_fallback: Literal["nearest", "never"] = "nearest"
+    """`--python-fallback`: use the nearest Python served when the one asked is not
+    (`nearest`), or refuse the row (`never`)."""
+
+    def python_available(self, image: str) -> bool:
+        """Whether an image (an official Python one) can be used: present or pullable."""
+        return self.has_image(image) or self.can_pull(image)
 
 
 _MARKERS: tuple[tuple[Schema, tuple[str, ...]], ...] = (

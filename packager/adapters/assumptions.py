@@ -13,9 +13,47 @@ DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 DEBIAN_PYTHON = "3.11"
 """Debian bookworm's python3. A recipe asking for this version (or "3") uses it."""
 
+DEBIAN_PYTHON_SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+"""The Python each Debian release ships as its python3: the versions served from Debian's own
+archive (seeded with debootstrap where no registry is reachable, packager.bases)."""
+
+
+def debian_base_image(suite: str) -> str:
+    """The slim Debian image of a release (`debian:bookworm-slim`)."""
+    return f"debian:{suite}-slim"
+
+
 VENV = "/opt/venv"
 """Python recipes install into this venv (Debian's python3 refuses pip installs, PEP 668);
 made with --system-site-packages so Debian's python3-* packages stay importable."""
+
+VENV_PIP = "pip>=21.3,<25"
+"""The venv's pip, as the harness's environments had it (pip 24 in 2024): PEP 660 editable
+installs for projects with a pyproject.toml (Debian bullseye's venv ships pip 20.3, whose
+`setup.py develop` path breaks with today's setuptools), and the `setup.py develop` editable
+install for projects without one (pip 25 dropped it: the finder-based install that replaces it
+keeps the repository off sys.path, and tests that import from it by path fail). Bookworm's pip
+(23.0) already satisfies it, so nothing is downloaded there."""
+
+
+def official_python_image(version: str) -> str:
+    """The official image of a Python version (used where the engine has it or can pull it)."""
+    return f"python:{version}-slim"
+
+
+PYTHON_TOOLCHAIN_PACKAGES = (
+    "build-essential",
+    "ca-certificates",
+    "curl",
+    "git",
+    "libffi-dev",
+    "locales",
+    "tzdata",
+)
+"""Debian packages every Python recipe's image gets first: what the SWE-bench harness's base
+image (ubuntu with build-essential, locales, ...) gives the recipes written against it, so C
+extensions compile, `locale-gen` in eval_commands works and pip reaches the index over TLS.
+Debian's own python3 also brings python3-dev (headers) and python3-venv."""
 
 DEFAULT_TEST_TIMEOUT_SEC = 1800
 """The SWE-bench harness's per-instance test timeout, used where a row gives none."""
@@ -35,10 +73,19 @@ DEFAULT_LOG_PARSER = "parse_log_pytest"
 """A recipe without `log_parser` is graded as the harness grades most rows."""
 
 DEFAULT_REQS_PATHS = ("requirements.txt",)
-"""`packages: requirements.txt` without `reqs_path` reads this file (the harness keeps per-repo
-paths in a table this tool does not carry; SWE-rebench rows name them in `reqs_path`)."""
+"""`packages: requirements.txt` without `reqs_path` reads this file (the harness's specs name
+their paths in its per-repository table, shipped in harness_specs.json; SWE-rebench rows name
+them in `reqs_path`)."""
+
+REQUIREMENT_LINES_DROPPED = ("-e .", "#", ".[test")
+"""Requirement-file lines the harness leaves out (they install the repository itself, which
+`install` does, or are comments)."""
 
 DEFAULT_ENV_YML_PATHS = ("environment.yml",)
+
+CONDA_PACKAGES_FILE = "conda-packages.txt"
+"""The requirements file a recipe's conda package list (`packages: "numpy scipy=1.5"`) is
+written to, as pip requirements (packager.conda)."""
 
 NON_TEST_EXTS = (
     ".json",

@@ -2,14 +2,16 @@
 the agent image's Environment, the test command and the runtime's parser. Pure.
 
 Keys and what they do (docs/datasets.md has the full table):
-- `python`: the interpreter; its base image comes from `--base-image VERSION=IMAGE`, or is
-  Debian's own python3 when the version is Debian's.
-- `packages`: `requirements.txt` (files from `reqs_path`, read from the repository at
-  `environment_setup_commit` by the pipeline, never downloaded), `environment.yml` (needs conda
-  in the base image), or a list of packages installed with pip.
+- `python`: the interpreter; its image is chosen by `packager.pythons.choose_python`
+  (`--base-image`, the official image, Debian's python3, the nearest Debian one).
+- `packages`: `requirements.txt` (the first of `reqs_path` that exists, read from the
+  repository at `environment_setup_commit` by the pipeline, never downloaded),
+  `environment.yml` (likewise, converted to pip requirements: `packager.conda`), or a conda
+  package list (converted the same way).
 - `pip_packages`: installed with pip after `packages`.
-- `pre_install`: shell commands run as root before the repository snapshot is added.
-- `install`: shell commands run in the repository after the snapshot.
+- `pre_install`: shell commands run as root in the repository, after the snapshot (as the
+  harness runs them after its clone), before `install`.
+- `install`: shell commands run in the repository after `pre_install`.
 - `test_cmd`: the test command; the test files a row's `test_patch` touches are appended.
 - `log_parser`: a harness parser name, mapped to a parser of the grading runtime.
 - `env_vars`: ENV lines of the image (expanded by Docker, inherited by grading).
@@ -19,13 +21,14 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from packager.adapters import assumptions as A
 from packager.errors import RowError
 from packager.model import Environment
+from packager.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
 
 KNOWN_KEYS = frozenset(
     {
@@ -47,13 +50,28 @@ KNOWN_KEYS = frozenset(
         "timeout",
         "start_command",
         "port",
+        "execute_test_as_nonroot",
+        "nano_cpus",
+        "build",
     }
 )
-"""Keys a recipe may carry. `no_use_env` and `docker_specs` are conda- and harness-build details
-with no meaning here; they are accepted and ignored. Unknown keys are an error."""
+"""Keys a recipe may carry. `no_use_env`, `docker_specs`, `execute_test_as_nonroot`,
+`nano_cpus` and `build` are conda, harness-build and container details of the harness's specs
+with no meaning here (docs/datasets.md says why each); they are accepted and ignored. Unknown
+keys are an error."""
 
 # Directives are the test files a test patch touches (the `b/` side of its `diff --git` lines).
 _DIFF_GIT_B = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class PythonPolicy:
+    """How a recipe's Python version becomes an image (the user's options and the engine)."""
+
+    base_images: Mapping[str, str]
+    available: Callable[[str], bool]
+    """Whether the engine has (or can pull) an image."""
+    fallback: Fallback = "nearest"
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,9 @@ class RecipeResult:
     parser: str
     timeout_sec: int
     harness_parser: str
+    python: PythonChoice | None = None
+    notes: tuple[str, ...] = ()
+    """What converting the recipe did besides (conda entries not installed with pip, renames)."""
 
 
 def commands(value: Any, task: str, field: str) -> tuple[str, ...]:
@@ -88,11 +109,6 @@ def _string_list(value: Any, task: str, field: str) -> tuple[str, ...]:
     raise RowError(task, field, "expected a list of strings")
 
 
-def _pip_spec(spec: str) -> str:
-    """A conda-style pin (`numpy=1.19`) as pip writes it (`numpy==1.19`)."""
-    return re.sub(r"^([A-Za-z0-9_.\-\[\],]+)=(?!=)", r"\1==", spec)
-
-
 def test_directives(test_patch: str | None, style: str = "path") -> tuple[str, ...]:
     """Test files a test patch touches, as the harness passes them to the test command."""
     if not test_patch:
@@ -112,31 +128,17 @@ def test_directives(test_patch: str | None, style: str = "path") -> tuple[str, .
     return tuple(found)
 
 
-def python_base_image(version: str, base_images: Mapping[str, str], task: str, field: str) -> str:
-    """The base image for a Python version: the user's map first, then Debian's own python3."""
-    if version in base_images:
-        return base_images[version]
-    if version in ("3", A.DEBIAN_PYTHON) or version.startswith(f"{A.DEBIAN_PYTHON}."):
-        return A.DEFAULT_BASE_IMAGE
-    raise RowError(
-        task,
-        field,
-        f"Python {version}: no base image for it (Debian's python3 is {A.DEBIAN_PYTHON}); "
-        f"pass --base-image {version}=IMAGE naming an image with python{version} on PATH",
-    )
-
-
 def make_recipe(
     config: Mapping[str, Any],
     *,
     task: str,
     field: str,
     test_patch: str | None,
-    base_images: Mapping[str, str],
+    pythons: PythonPolicy,
     env_commit: str | None,
     frozen_requirements: str | None = None,
 ) -> RecipeResult:
-    """Read one recipe (an `install_config` or a `--recipes` entry)."""
+    """Read one recipe (an `install_config`, a `--recipes` entry or a harness spec)."""
     from packager.harness_parsers import default_test_command, runtime_parser
 
     unknown = sorted(set(config) - KNOWN_KEYS)
@@ -176,7 +178,8 @@ def make_recipe(
 
     requirements_paths: tuple[str, ...] = ()
     conda_paths: tuple[str, ...] = ()
-    pip_packages: list[str] = []
+    requirements: dict[str, bytes] = {}
+    notes: list[str] = []
     packages = config.get("packages")
     if packages == "requirements.txt":
         requirements_paths = _string_list(config.get("reqs_path"), task, f"{field}.reqs_path")
@@ -185,16 +188,38 @@ def make_recipe(
         conda_paths = _string_list(config.get("env_yml_path"), task, f"{field}.env_yml_path")
         conda_paths = conda_paths or A.DEFAULT_ENV_YML_PATHS
     elif packages:
-        pip_packages += [_pip_spec(p) for p in _string_list(packages, task, f"{field}.packages")]
-    pip_packages += list(_string_list(config.get("pip_packages"), task, f"{field}.pip_packages"))
+        from packager.conda import CondaError, from_package_list
 
-    uses_python = bool(version or requirements_paths or conda_paths or pip_packages)
-    uses_python = uses_python or bool(frozen_requirements)
+        if not isinstance(packages, str):
+            packages = " ".join(_string_list(packages, task, f"{field}.packages"))
+        try:
+            converted = from_package_list(packages)
+        except CondaError as exc:
+            raise RowError(task, f"{field}.packages", str(exc)) from exc
+        if converted.requirements:
+            requirements[A.CONDA_PACKAGES_FILE] = converted.text().encode()
+        notes += [f"{field}.packages: {note}" for note in converted.notes]
+    pip_packages = list(_string_list(config.get("pip_packages"), task, f"{field}.pip_packages"))
+
+    uses_python = bool(version or requirements_paths or conda_paths or requirements)
+    uses_python = uses_python or bool(pip_packages or frozen_requirements)
     if uses_python and version is None:
         version = A.DEBIAN_PYTHON
+    choice: PythonChoice | None = None
     base_image = str(config.get("base_image") or A.DEFAULT_BASE_IMAGE)
-    if version is not None and not config.get("base_image"):
-        base_image = python_base_image(version, base_images, task, f"{field}.python")
+    if version is not None and config.get("base_image"):
+        choice = PythonChoice(version, version, base_image, "recipe base_image")
+    elif version is not None:
+        try:
+            choice = choose_python(
+                version,
+                base_images=pythons.base_images,
+                available=pythons.available,
+                fallback=pythons.fallback,
+            )
+        except PythonUnavailable as exc:
+            raise RowError(task, f"{field}.python", str(exc)) from exc
+        base_image = choice.image
 
     env_vars = config.get("env_vars") or {}
     if not isinstance(env_vars, Mapping):
@@ -203,18 +228,21 @@ def make_recipe(
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
         raise RowError(task, f"{field}.timeout", "expected a positive integer (seconds)")
     eval_commands = commands(config.get("eval_commands"), task, f"{field}.eval_commands")
-    requirements: dict[str, bytes] = {}
     if frozen_requirements:
-        requirements["requirements.frozen.txt"] = frozen_pins(frozen_requirements).encode()
+        requirements = {"requirements.frozen.txt": frozen_pins(frozen_requirements).encode()}
         requirements_paths = ()
+        conda_paths = ()
         pip_packages = []
+    apt = _string_list(config.get("apt-pkgs"), task, f"{field}.apt-pkgs")
+    if choice is not None:
+        apt = (*A.PYTHON_TOOLCHAIN_PACKAGES, *apt)
     environment = Environment(
         base_image=base_image,
-        packages=_string_list(config.get("apt-pkgs"), task, f"{field}.apt-pkgs"),
+        packages=tuple(dict.fromkeys(apt)),
         pre_install=commands(config.get("pre_install"), task, f"{field}.pre_install"),
         install=commands(config.get("install"), task, f"{field}.install"),
         env={str(k): str(v) for k, v in sorted(env_vars.items())},
-        python=version,
+        python=choice.used if choice is not None else None,
         requirements=requirements,
         requirements_paths=requirements_paths,
         conda_env_paths=conda_paths,
@@ -222,7 +250,9 @@ def make_recipe(
         pip_packages=tuple(pip_packages),
         shell_setup="; ".join(eval_commands) or None,
     )
-    return RecipeResult(environment, test_command, parser, timeout, harness_parser)
+    return RecipeResult(
+        environment, test_command, parser, timeout, harness_parser, choice, tuple(notes)
+    )
 
 
 def frozen_pins(text: str) -> str:

@@ -1,10 +1,12 @@
 """SWE-bench (full, Lite, Verified, `_oracle`) and SWE-rebench rows → TaskSpec (`all_pass`).
 
-The SWE-bench card's rows carry nothing about environments: the recipe comes from `--recipes`
-(keyed by instance id, `owner/name@version` or `owner/name`), or the published harness image is
-used (`--prebuilt always`). SWE-rebench rows carry their recipe (`install_config`) and a
-published image (`docker_image`); the full SWE-rebench also carries `requirements` (the
-environment's `pip freeze`), installed as the exact pin set when building from the recipe.
+The SWE-bench card's rows carry nothing about environments. Where a row's environment comes
+from, most specific first: a `--recipes` entry for the instance, for `owner/name@version`, for
+`owner/name`; the row's own `install_config` (SWE-rebench); the SWE-bench harness's own spec for
+`(repo, version)` (packager.harness_specs). A published harness image (`docker_image`, or the
+harness naming with `--prebuilt always`) replaces the environment, keeping the recipe's test
+side. The full SWE-rebench also carries `requirements` (the environment's `pip freeze`),
+installed as the exact pin set when building from the recipe.
 
 Quirks owned here: FAIL_TO_PASS/PASS_TO_PASS arrive as JSON strings (or lists);
 `install_config`/`meta` as JSON strings or dicts; `_oracle` rows carry `text`, a retrieval
@@ -19,8 +21,12 @@ from typing import Any
 from packager.adapters import Context, row_id
 from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get_sha, get_str, parse_list, parse_mapping
-from packager.adapters.recipe import make_recipe
+from packager.adapters.recipe import PythonPolicy, make_recipe
 from packager.errors import RowError
+from packager.harness_parsers import not_test_ids
+from packager.harness_specs import harness_recipe
+from packager.harness_specs import language as harness_language
+from packager.harness_specs import source as harness_source
 from packager.model import Environment, Grading, Provenance, Repo, Schema, TaskSpec
 from packager.naming import make_slug
 from packager.recipes import recipe_keys
@@ -67,20 +73,25 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> Tas
     row_config = parse_mapping(row.get("install_config"), task, "install_config")
     # A row's own install_config is overridden only by a recipe naming that very row.
     found = ctx.recipes.find([task] if row_config else recipe_keys(task, repo, version))
+    builtin = harness_recipe(repo, version)
     if found is not None:
-        field, config = f"recipes[{found[0]}]", found[1]
+        field, config, source = f"recipes[{found[0]}]", found[1], f"recipe {found[0]}"
     elif row_config:
-        field, config = "install_config", row_config
+        field, config, source = "install_config", row_config, "install_config"
+    elif builtin is not None:
+        field, config = f"harness spec {repo}@{version}", builtin
+        source = f"harness spec {repo}@{version} ({harness_source()})"
     else:
-        field, config = "install_config", {}
+        field, config, source = "install_config", {}, ""
     image = _row_image(row, ctx, task)
     if not config and image is None:
         raise RowError(
             task,
             "install_config",
-            f"no environment: the row carries none; give a recipe with --recipes (keys: "
-            f"{task!r}, '{repo}@{version}' or {repo!r}) or use the published harness image "
-            "with --prebuilt always",
+            f"no environment: the row carries none and the SWE-bench harness has no spec for "
+            f"{repo}@{version}; give a recipe with --recipes (keys: {task!r}, "
+            f"'{repo}@{version}' or {repo!r}) or use the published harness image with "
+            "--prebuilt always",
         )
     if image is not None:
         # Only the test side of a recipe applies to a published image's environment.
@@ -93,7 +104,7 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> Tas
         task=task,
         field=field,
         test_patch=test_patch,
-        base_images=ctx.base_images,
+        pythons=PythonPolicy(ctx.base_images, ctx.python_available, ctx.python_fallback),
         env_commit=str(env_commit),
         frozen_requirements=frozen if (frozen and image is None) else None,
     )
@@ -110,11 +121,27 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> Tas
         )
     f2p = parse_list(row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False)
     p2p = parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS")
+    # Ids no test can have (runner output a harness parser misread) grade nothing either way;
+    # they are set aside, named in the task's metadata, never silently.
+    noise = not_test_ids(recipe.parser, (*f2p, *p2p))
+    f2p = tuple(t for t in f2p if t not in noise)
+    p2p = tuple(t for t in p2p if t not in noise)
+    if not f2p:
+        raise RowError(task, "FAIL_TO_PASS", f"no test id left once {list(noise)} is set aside")
     metadata: dict[str, Any] = {"environment": "image" if image else "recipe"}
     if version:
         metadata["version"] = version
     if found is not None:
         metadata["recipe"] = found[0]
+    metadata["environment_source"] = f"image {image}" if image else source
+    if image is None and recipe.python is not None:
+        metadata["python_requested"] = recipe.python.requested
+        metadata["python_used"] = recipe.python.used
+        metadata["python_base"] = f"{recipe.python.image} ({recipe.python.how})"
+    if recipe.notes:
+        metadata["recipe_notes"] = list(recipe.notes)
+    if noise:
+        metadata["ids_not_tests"] = list(noise)
     metadata["log_parser"] = recipe.harness_parser
     return TaskSpec(
         provenance=Provenance(
@@ -123,7 +150,9 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> Tas
             schema_name=schema,
             instance_id=task,
             slug=make_slug(task),
-            language=A.LANGUAGE_BY_PARSER.get(recipe.parser, A.SWEBENCH_LANGUAGE),
+            language=A.LANGUAGE_BY_PARSER.get(
+                recipe.parser, harness_language(repo) or A.SWEBENCH_LANGUAGE
+            ),
             metadata=metadata,
         ),
         instruction=get_str(row, task, "problem_statement"),

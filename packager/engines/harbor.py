@@ -42,7 +42,7 @@ from packager.errors import EngineUnavailableError, InputError, RunError
 from packager.judge.endpoint import judge_grader_env
 from packager.model import RunResult, TaskResult, TaskSpec
 from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG, file_sha256
-from packager.verify import excerpt, judge_record, make_result
+from packager.verify import excerpt, judge_record, make_result, run_evidence
 
 if TYPE_CHECKING:
     from packager.build import DockerClient
@@ -361,6 +361,7 @@ def trial_run(kind: Kind, trial: Trial) -> RunResult:
         grade_status=str(report.get("status", "graded")),
         reason=report.get("reason"),
         judge=judge_record(report.get("judge"), trial.path / "verifier" / "judge"),
+        **run_evidence(report, trial.path / "verifier" / "test-output.txt"),
         **_apply_logs(trial.path, report),
         **common,
     )

@@ -27,10 +27,8 @@ REPO = "gen/calc"
 RECIPES = """\
 gen/calc@1.0:
   python: "3.11"
-  pre_install:
-    - >-
-      apt-get update && apt-get install -y --no-install-recommends python3-pytest
-      && rm -rf /var/lib/apt/lists/*
+  apt-pkgs:
+    - python3-pytest
   test_cmd: python -m pytest -rA -p no:cacheprovider
   log_parser: parse_log_pytest
 """

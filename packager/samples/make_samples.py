@@ -52,10 +52,8 @@ RECIPES = """\
 # keyed by instance id, owner/name@version or owner/name. Written by make_samples.py.
 samples/textkit@1.0:
   python: "3.11"
-  pre_install:
-    - >-
-      apt-get update && apt-get install -y --no-install-recommends python3-pytest
-      && rm -rf /var/lib/apt/lists/*
+  apt-pkgs:
+    - python3-pytest
   test_cmd: python -m pytest -rA -p no:cacheprovider
   log_parser: parse_log_pytest
 """
@@ -65,10 +63,8 @@ INTSET_INSTALL = {
     "pip_packages": None,
     "reqs_path": None,
     "env_yml_path": None,
-    "pre_install": [
-        "apt-get update",
-        "apt-get install -y --no-install-recommends golang-go ca-certificates",
-    ],
+    "pre_install": None,
+    "apt-pkgs": ["golang-go", "ca-certificates"],
     "install": None,
     "test_cmd": "go test -v ./...",
     "log_parser": "parse_log_gotest",

@@ -160,7 +160,7 @@ def _last_user(dockerfile: str) -> str | None:
 
 
 def _agent_context(spec: TaskSpec) -> FileTree:
-    from packager.adapters.assumptions import VENV
+    from packager.adapters.assumptions import VENV, VENV_PIP
     from packager.adapters.ecswe import SNAPSHOT_MARK
 
     env = spec.environment
@@ -179,8 +179,8 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 packages=list(env.packages),
                 python=env.python,
                 venv=VENV,
+                venv_pip=VENV_PIP,
                 pre_install=list(env.pre_install),
-                conda_env=env.conda_env_file is not None,
                 requirements=list(env.requirements),
                 pip_packages=list(env.pip_packages),
                 install=list(env.install),
@@ -192,11 +192,35 @@ def _agent_context(spec: TaskSpec) -> FileTree:
     }
     if spec.repo.setup_patch:
         files["setup.patch"] = OutFile(spec.repo.setup_patch.encode())
+    if env.python:
+        files["packager-venv.pth"] = OutFile(venv_pth(VENV, env.python).encode())
     for name, data in env.requirements.items():
         files[f"requirements/{name}"] = OutFile(data)
-    if env.conda_env_file is not None:
-        files["environment.yml"] = OutFile(env.conda_env_file)
     return files
+
+
+def venv_pth(venv: str, python: str) -> str:
+    """A .pth for the base interpreter: when it runs through a symlink chain that passes the
+    venv's bin (tox-current-env links `.tox/<env>/bin/python` to the venv's python), it adds the
+    venv's site-packages first, as running the venv's python would. Invoked any other way
+    (`/usr/bin/python3` by Debian's own tools) it does nothing.
+    """
+    body = (
+        "def _packager_venv():\n"
+        "    import os, site\n"
+        "    path, seen = sys.executable, set()\n"
+        "    while os.path.islink(path) and path not in seen:\n"
+        "        seen.add(path)\n"
+        f"        if os.path.dirname(path) == {venv + '/bin'!r}:\n"
+        "            break\n"
+        "        path = os.path.join(os.path.dirname(path), os.readlink(path))\n"
+        f"    if sys.prefix == sys.base_prefix and os.path.dirname(path) == {venv + '/bin'!r}:\n"
+        "        n = len(sys.path)\n"
+        f"        site.addsitedir({f'{venv}/lib/python{python}/site-packages'!r})\n"
+        "        sys.path[:] = sys.path[n:] + sys.path[:n]\n"
+        "_packager_venv()\n"
+    )
+    return f"import sys; exec({body!r})\n"
 
 
 def make_plan(spec: TaskSpec) -> dict[str, Any]:

@@ -325,15 +325,39 @@ def test_history_leaks(
 def test_remote_and_tag_at_base(
     variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
 ) -> None:
+    # A tag made after the base commit, even one naming the base itself, is not history.
     spec = specs["samples__textkit-1"]
     tag = variants.build(
         "remote",
         f"FROM {_agent_tag(spec)}\nRUN git remote add origin https://example.invalid/textkit.git"
-        " && git tag v1.0\n",
+        " && git tag -a -m 'made later' v1.0\n",
         {},
     )
     report = _audit(docker_client, tag, spec)
     assert report.kinds == {"remote", "tag"}
+    assert {f.detail for f in report.findings if f.kind == "tag"} >= {"annotated tag object"}
+
+
+def test_tags_older_than_the_base_are_history_not_a_leak(
+    variants: Variants, specs: dict[str, TaskSpec], docker_client: Any
+) -> None:
+    # What the snapshot keeps for `git describe` (setuptools_scm): tags on the base or an
+    # ancestor, made no later than the base commit. Beside them, a tag on the base dated a
+    # second after it is a finding.
+    spec = specs["samples__textkit-1"]
+    script = (
+        "WHEN=$(git log -1 --format=%ct HEAD); "
+        'GIT_COMMITTER_DATE="$WHEN +0000" git tag -a -m past v0.9 HEAD~1 && '
+        "git tag v0.9.1 HEAD~1 && "
+        'GIT_COMMITTER_DATE="$((WHEN + 1)) +0000" git tag -a -m later v1.0-later HEAD'
+    )
+    tag = variants.build("past-tags", f"FROM {_agent_tag(spec)}\nRUN {script}\n", {})
+    report = _audit(docker_client, tag, spec)
+    assert report.kinds == {"tag"}, report.to_json()
+    named = {f.detail for f in report.findings}
+    assert any("v1.0-later" in d for d in named), named
+    assert not any("v0.9" in d for d in named), named
+    assert len([f for f in report.findings if f.detail == "annotated tag object"]) == 1
 
 
 def test_small_fix_caught_as_the_fixed_file(

@@ -1,10 +1,13 @@
-"""Two real SWE-bench Lite rows, exactly as published (shared/realrows/), packaged from a recipe
-file with no edits to the rows: both verified, with verdicts that agree with the harness rule.
+"""Two real SWE-bench Lite rows, exactly as published (shared/realrows/), packaged with no
+configuration and no edits to the rows: both verified, with verdicts that agree with the
+harness rule.
 
 The rows (marshmallow-code__marshmallow-1343, version 2.20; -1359, version 3.0) carry no
-environment; `data/marshmallow.recipes.yaml` gives one per `owner/name@version`. Their
-repository comes from the upstream bundle beside the rows. Builds install pinned test
-dependencies with pip, which needs the host's CA bundle inside builds here (`--ca-bundle`).
+environment and no `--recipes` is given: the SWE-bench harness's own spec for
+`marshmallow-code/marshmallow@<version>` (shipped in packager/harness_specs.json) serves them,
+with the Python it names (3.9, Debian bullseye's python3). Their repository comes from the
+upstream bundle beside the rows. Builds install with pip, which needs the host's CA bundle
+inside builds here (`--ca-bundle`).
 The harness rule, checked with swebench's own parser and grading functions on the very test
 output each run saved: every FAIL_TO_PASS fails before and passes after the gold patch, and
 every PASS_TO_PASS passes both times.
@@ -26,7 +29,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 REALROWS = ROOT.parent / "shared" / "realrows"
 ROWS = REALROWS / "swe-bench-lite-dev-marshmallow.jsonl"
 BUNDLE = REALROWS / "marshmallow-code__marshmallow.bundle"
-RECIPES = Path(__file__).parent / "data" / "marshmallow.recipes.yaml"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 TASKS = ["marshmallow-code__marshmallow-1343", "marshmallow-code__marshmallow-1359"]
 DATASET = "swe-bench-lite-dev-marshmallow"
@@ -43,8 +45,6 @@ def packaged(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Pa
         "--all",
         "--dataset",
         str(ROWS),
-        "--recipes",
-        str(RECIPES),
         "--repo-source",
         f"marshmallow-code/marshmallow={BUNDLE}",
         "--out",
@@ -64,14 +64,20 @@ def _rows() -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_real_row_verifies_from_recipes(task: str, packaged: Path) -> None:
+def test_real_row_verifies_from_the_harness_spec(task: str, packaged: Path) -> None:
     result = json.loads((packaged / DATASET / "results" / f"{task}.json").read_text())
     assert result["status"] == "verified", result["reason"]
     assert [r["reward"] for r in result["oracle"]] == [1.0, 1.0]
     assert result["nop"]["reward"] == 0.0
+    source = f"harness spec marshmallow-code/marshmallow@{_rows()[task]['version']}"
+    assert result["environment"]["source"].startswith(source)
+    assert result["environment"]["python_requested"] == "3.9"
+    assert result["environment"]["python_used"] == "3.9"
     toml = (packaged / DATASET / "tasks" / task / "task.toml").read_text()
-    assert 'environment = "recipe"' in toml
-    assert f'recipe = "marshmallow-code/marshmallow@{_rows()[task]["version"]}"' in toml
+    assert 'environment = "recipe"' in toml and "recipe =" not in toml
+    assert f'environment_source = "{source} (swebench==4.1.0)"' in toml
+    dockerfile = (packaged / DATASET / "tasks" / task / "environment" / "Dockerfile").read_text()
+    assert "FROM debian:bullseye-slim" in dockerfile
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -319,7 +319,7 @@ def test_rebench_install_config_used_when_no_recipe_matches() -> None:
     assert spec.grading.test_command == config["test_cmd"]  # Go: no test-file directives
     assert spec.grading.parser == "gotest" and spec.provenance.language == "go"
     assert spec.environment.env == config["env_vars"]
-    assert spec.environment.pre_install == tuple(config["pre_install"])
+    assert spec.environment.packages == tuple(config["apt-pkgs"])
     assert spec.environment.prebuilt is False
 
 
@@ -408,7 +408,7 @@ def test_prebuilt_auto_builds_from_install_config_when_the_engine_lacks_it() -> 
     assert engine.asked == [row["docker_image"]]
     assert spec.environment.prebuilt is False
     assert spec.environment.base_image == A.DEFAULT_BASE_IMAGE
-    assert spec.environment.pre_install == tuple(json.loads(row["install_config"])["pre_install"])
+    assert spec.environment.packages == tuple(json.loads(row["install_config"])["apt-pkgs"])
 
 
 def test_prebuilt_auto_never_guesses_an_image_for_swebench_rows() -> None:
@@ -450,7 +450,7 @@ def _make(config: dict[str, Any], test_patch: str | None = TEST_PATCH, **kw: Any
         "task": "t",
         "field": "install_config",
         "test_patch": test_patch,
-        "base_images": {},
+        "pythons": recipe_adapter.PythonPolicy({}, lambda _image: False),
         "env_commit": "e" * 40,
     }
     options.update(kw)
@@ -474,20 +474,29 @@ def test_requirements_txt_without_reqs_path_reads_requirements_txt() -> None:
 def test_environment_yml() -> None:
     env = _make({"packages": "environment.yml", "env_yml_path": ["ci/env.yml"]}).environment
     assert env.conda_env_paths == ("ci/env.yml",) and env.source_commit == "e" * 40
+    assert env.python == A.DEBIAN_PYTHON
 
 
 @pytest.mark.parametrize(
     ("packages", "pips"),
     [
-        ("numpy=1.19 pytest", ("numpy==1.19", "pytest")),
-        ("numpy==1.19 attrs>=21 pytest", ("numpy==1.19", "attrs>=21", "pytest")),
-        (["scipy=1.5.2", "six"], ("scipy==1.5.2", "six")),
+        # conda's `name=1.19` is any 1.19.x; `python` is the interpreter, not a requirement.
+        ("numpy=1.19 pytest python=3.9", ("numpy==1.19.*", "pytest")),
+        ("numpy==1.19 'attrs>=21' pytest", ("numpy==1.19", "attrs>=21", "pytest")),
+        (["scipy=1.5.2", "six", "dask-core"], ("scipy==1.5.2.*", "six", "dask")),
     ],
 )
-def test_package_list_becomes_pip_specs(packages: Any, pips: tuple[str, ...]) -> None:
-    env = _make({"packages": packages, "pip_packages": ["hypothesis==6.0"]}).environment
-    assert env.pip_packages == (*pips, "hypothesis==6.0")
+def test_conda_package_list_becomes_pip_requirements(packages: Any, pips: tuple[str, ...]) -> None:
+    result = _make({"packages": packages, "pip_packages": ["hypothesis==6.0"]})
+    env = result.environment
+    text = "".join(f"{p}\n" for p in pips).encode()
+    assert env.requirements == {A.CONDA_PACKAGES_FILE: text}
+    assert env.pip_packages == ("hypothesis==6.0",)  # after `packages`, as the harness
     assert env.requirements_paths == () and env.source_commit is None
+    assert env.python == A.DEBIAN_PYTHON and env.packages == A.PYTHON_TOOLCHAIN_PACKAGES
+    said = " ".join(result.notes)
+    assert ("python=3.9" in said) == ("python=3.9" in str(packages))
+    assert ("installed as dask" in said) == ("dask-core" in packages)
 
 
 @pytest.mark.parametrize(
@@ -600,23 +609,51 @@ def test_frozen_pins_are_ignored_on_a_published_image() -> None:
 
 
 @pytest.mark.parametrize(
-    ("version", "images", "base"),
+    ("version", "images", "base", "used"),
     [
-        ("3.11", {}, A.DEFAULT_BASE_IMAGE),
-        ("3", {}, A.DEFAULT_BASE_IMAGE),
-        ("3.9", {"3.9": "python:3.9-slim"}, "python:3.9-slim"),
-        ("3.11", {"3.11": "python:3.11"}, "python:3.11"),
+        ("3.11", {}, A.DEFAULT_BASE_IMAGE, "3.11"),
+        ("3", {}, A.DEFAULT_BASE_IMAGE, "3.11"),
+        ("3.9", {"3.9": "python:3.9-slim"}, "python:3.9-slim", "3.9"),
+        ("3.11", {"3.11": "python:3.11"}, "python:3.11", "3.11"),
+        ("3.9", {}, "debian:bullseye-slim", "3.9"),
+        ("3.13", {}, "debian:trixie-slim", "3.13"),
+        # No image serves it: the nearest Debian python3 at or above, else the newest below.
+        ("3.5", {}, "debian:bullseye-slim", "3.9"),
+        ("3.6", {}, "debian:bullseye-slim", "3.9"),
+        ("3.10", {}, "debian:bookworm-slim", "3.11"),
+        ("3.12", {}, "debian:trixie-slim", "3.13"),
+        ("3.14", {}, "debian:trixie-slim", "3.13"),
+        ("3.6", {"3.6": "mine:py36"}, "mine:py36", "3.6"),
     ],
 )
-def test_python_base_image(version: str, images: dict[str, str], base: str) -> None:
-    env = _make({"python": version}, base_images=images).environment
-    assert env.base_image == base and env.python == version
+def test_python_base_image(version: str, images: dict[str, str], base: str, used: str) -> None:
+    pythons = recipe_adapter.PythonPolicy(images, lambda _image: False)
+    result = _make({"python": version}, pythons=pythons)
+    assert result.environment.base_image == base and result.environment.python == used
+    assert result.python is not None and result.python.requested == version
 
 
-def test_python_version_without_base_image_names_the_option() -> None:
-    with pytest.raises(RowError, match=r"--base-image 3\.7=IMAGE") as caught:
-        _make({"python": "3.7"})
+def test_the_official_image_serves_a_version_the_engine_has_or_can_pull() -> None:
+    asked: list[str] = []
+
+    def available(image: str) -> bool:
+        asked.append(image)
+        return image == "python:3.6-slim"
+
+    result = _make({"python": "3.6"}, pythons=recipe_adapter.PythonPolicy({}, available))
+    assert result.environment.base_image == "python:3.6-slim"
+    assert result.python is not None and not result.python.substituted
+    assert asked == ["python:3.6-slim"]
+
+
+def test_python_fallback_never_refuses_a_substitution_naming_the_versions() -> None:
+    pythons = recipe_adapter.PythonPolicy({}, lambda _image: False, "never")
+    with pytest.raises(RowError, match=r"Python 3\.7: .*3\.9, 3\.11, 3\.13") as caught:
+        _make({"python": "3.7"}, pythons=pythons)
     assert caught.value.field == "install_config.python"
+    assert "--base-image 3.7=IMAGE" in caught.value.problem
+    # A version some image serves is no substitution: `never` lets it through.
+    assert _make({"python": "3.9"}, pythons=pythons).environment.python == "3.9"
 
 
 def test_recipe_order_and_env() -> None:
@@ -631,7 +668,7 @@ def test_recipe_order_and_env() -> None:
             "docker_specs": {"python_version": "3.11"},
         }
     ).environment
-    assert env.packages == ("git", "make")
+    assert env.packages == ("git", "make")  # no Python asked for: no Python toolchain
     assert env.pre_install == ("echo pre",) and env.install == ("make", "make install")
     assert env.env == {"A": "1", "B": "$HOME/b"}
     assert env.shell_setup == "source env.sh; export X=1"

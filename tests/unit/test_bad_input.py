@@ -186,12 +186,13 @@ CASES: dict[str, Case] = {
         ("unknown recipe key", "python", "test_cmd"),
         recipes=_recipe(pythn="3.11"),
     ),
-    "python 3.9 without --base-image": Case(
+    "python 3.7 with --python-fallback never": Case(
         TEXTKIT,
         None,
         f"recipes[{RECIPE_KEY}].python",
-        ("--base-image 3.9=IMAGE",),
-        recipes=_recipe(python="3.9"),
+        ("Python 3.7", "3.9, 3.11, 3.13", "--python-fallback never", "--base-image 3.7=IMAGE"),
+        recipes=_recipe(python="3.7"),
+        options={"python_fallback": "never"},
     ),
     "recipe timeout not a number": Case(
         TEXTKIT, None, f"recipes[{RECIPE_KEY}].timeout", (), recipes=_recipe(timeout="soon")
@@ -307,6 +308,7 @@ def _selection(data: Path, tasks: tuple[str, ...], **options: Any) -> Selection:
         task_ids=tasks,
         grader_entry=options.get("grader_entry"),
         base_images=parse_base_image_options(options.get("base_image", [])),
+        python_fallback=options.get("python_fallback", "nearest"),
     )
 
 
@@ -472,7 +474,7 @@ CLI_CASES = [
     "--grader-entry naming a missing file",
     "test_patch adds outside tests/hidden",
     "swebench without a recipe",
-    "python 3.9 without --base-image",
+    "python 3.7 with --python-fallback never",
     "workflows without a preservation test",
 ]
 
@@ -500,6 +502,8 @@ def _cli_options(options: dict[str, Any]) -> list[str]:
         args += ["--grader-entry", options["grader_entry"]]
     for value in options.get("base_image", []):
         args += ["--base-image", value]
+    if "python_fallback" in options:
+        args += ["--python-fallback", options["python_fallback"]]
     return args
 
 

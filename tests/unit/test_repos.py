@@ -433,3 +433,25 @@ def test_errors_keep_the_old_constructor() -> None:
     err = RepoSourceError("t", "repo", "gone")
     assert str(err) == "t: field 'repo': gone"
     assert err.command is None and err.stderr == "" and err.missing == ()
+
+
+def test_the_snapshot_keeps_the_tags_that_are_history(tmp_path: Path, upstream: Upstream) -> None:
+    """Tags on the base or an ancestor, made no later than the base, come along (setuptools_scm
+    versions a checkout from them); a tag on the fix, or one made after the base, does not."""
+    later = {**ENV, "GIT_COMMITTER_DATE": "1600000999 +0000"}
+
+    def tag(*args: str, env: dict[str, str] = ENV) -> None:
+        subprocess.run(["git", "tag", *args], cwd=upstream.path, env=env, check=True)
+
+    tag("-a", "-m", "release 0.9", "v0.9", upstream.first)  # annotated, on an ancestor
+    tag("v0.9.1", upstream.base)  # lightweight, on the base
+    tag("-a", "-m", "made later", "retro", upstream.first, env=later)  # after the base
+    dest, head = snapshot(tmp_path, upstream.path / ".git", upstream.base)
+    assert head == upstream.base
+    assert git("tag", cwd=dest).split() == ["v0.9", "v0.9.1"]  # not v1.0 (the fix), not retro
+    assert git("describe", "--tags", cwd=dest) == "v0.9.1"
+    assert git("cat-file", "-t", "v0.9", cwd=dest) == "tag"
+    everything = git("log", "--all", "--format=%H", cwd=dest).split()
+    assert everything == [upstream.base, upstream.first]
+    objects = git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype)", cwd=dest)
+    assert objects.split().count("tag") == 1  # only v0.9's tag object
