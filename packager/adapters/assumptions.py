@@ -27,13 +27,14 @@ VENV = "/opt/venv"
 """Python recipes install into this venv (Debian's python3 refuses pip installs, PEP 668);
 made with --system-site-packages so Debian's python3-* packages stay importable."""
 
-VENV_PIP = "pip>=21.3,<25"
-"""The venv's pip, as the harness's environments had it (pip 24 in 2024): PEP 660 editable
-installs for projects with a pyproject.toml (Debian bullseye's venv ships pip 20.3, whose
-`setup.py develop` path breaks with today's setuptools), and the `setup.py develop` editable
-install for projects without one (pip 25 dropped it: the finder-based install that replaces it
-keeps the repository off sys.path, and tests that import from it by path fail). Bookworm's pip
-(23.0) already satisfies it, so nothing is downloaded there."""
+VENV_TOOLS = ("pip>=21.3,<25", "setuptools>=65,<70", "wheel")
+"""What the venv's installers are, as in the harness's conda environments (2024: pip 24,
+setuptools 69, wheel), installed before anything else when the recipe installs with pip.
+Debian bullseye's venv ships pip 20.3, whose editable install of a pyproject.toml project
+breaks with today's setuptools; pip 25 dropped the `setup.py develop` editable install that
+projects without a pyproject.toml got (with `wheel` present) under the harness: the
+finder-based one replacing it keeps the repository off sys.path, and tests that import it by
+path fail (pylint-dev__pylint-4604)."""
 
 
 def official_python_image(version: str) -> str:

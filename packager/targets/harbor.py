@@ -30,7 +30,7 @@ import yaml
 from packager import naming
 from packager.judge.endpoint import HOST_ALIAS, JUDGE_ENV
 from packager.judge.image import JUDGE_VENV, judge_image_tag
-from packager.model import TaskSpec
+from packager.model import Environment, TaskSpec
 from packager.render import FileTree, OutFile, render_template, text_file
 
 JUDGE_START_TIMEOUT = 120
@@ -160,7 +160,7 @@ def _last_user(dockerfile: str) -> str | None:
 
 
 def _agent_context(spec: TaskSpec) -> FileTree:
-    from packager.adapters.assumptions import VENV, VENV_PIP
+    from packager.adapters.assumptions import VENV, VENV_TOOLS
     from packager.adapters.ecswe import SNAPSHOT_MARK
 
     env = spec.environment
@@ -179,7 +179,7 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 packages=list(env.packages),
                 python=env.python,
                 venv=VENV,
-                venv_pip=VENV_PIP,
+                venv_tools=list(VENV_TOOLS) if _installs_with_pip(env) else [],
                 pre_install=list(env.pre_install),
                 requirements=list(env.requirements),
                 pip_packages=list(env.pip_packages),
@@ -197,6 +197,19 @@ def _agent_context(spec: TaskSpec) -> FileTree:
     for name, data in env.requirements.items():
         files[f"requirements/{name}"] = OutFile(data)
     return files
+
+
+def _installs_with_pip(env: Environment) -> bool:
+    """Whether a Python recipe's image installs with pip (then its venv gets VENV_TOOLS first;
+    a recipe using Debian's packages alone builds without the package index).
+    """
+    return bool(
+        env.requirements
+        or env.requirements_paths
+        or env.conda_env_paths
+        or env.pip_packages
+        or any("pip" in command for command in (*env.pre_install, *env.install))
+    )
 
 
 def venv_pth(venv: str, python: str) -> str:
