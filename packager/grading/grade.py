@@ -423,6 +423,42 @@ def _apply_candidate(
     return text, touched
 
 
+def _environment_base(plan: Mapping[str, Any], repo: Path, base: str) -> str:
+    """The commit grading measures against: ``base_commit``, or, when building the image
+    changed tracked files (a recipe's pre_install editing tox.ini, as the SWE-bench harness's
+    sphinx specs do), a commit on top of it holding those changes, made from the image's
+    record of them. Protected paths and test files are restored to it, not to the bare base:
+    the environment's own edits are part of the task, not the candidate's.
+    """
+    recorded = plan.get("environment_patch")
+    patch = Path(str(recorded)) if recorded else None
+    if patch is None or not patch.is_file() or patch.stat().st_size == 0:
+        return base
+    patching.reset_repo(repo, base)
+    try:
+        patching.git(repo, "apply", "--binary", "--whitespace=nowarn", str(patch))
+        patching.git(repo, "add", "-A")
+        tree = patching.git(repo, "write-tree").stdout.strip()
+        made = patching.git(
+            repo,
+            "-c",
+            "user.name=packager",
+            "-c",
+            "user.email=packager@example.invalid",
+            "commit-tree",
+            tree,
+            "-p",
+            base,
+            "-m",
+            "packager: the environment's changes to tracked files",
+        )
+    except patching.GitError as exc:
+        reason = f"the environment's recorded changes do not apply: {exc}"
+        raise Stop("infra_error", reason) from None
+    patching.reset_repo(repo, base)
+    return made.stdout.strip()
+
+
 def _check_policy(plan: Mapping[str, Any], touched: Sequence[str], report: Report) -> None:
     """Step 3: every touched path allowed and none forbidden."""
     policy = plan.get("patch_policy")
@@ -441,10 +477,16 @@ def _check_policy(plan: Mapping[str, Any], touched: Sequence[str], report: Repor
 
 
 def _protect_and_add_tests(
-    plan: Mapping[str, Any], plan_dir: Path, repo: Path, touched: Sequence[str], report: Report
+    plan: Mapping[str, Any],
+    plan_dir: Path,
+    repo: Path,
+    touched: Sequence[str],
+    report: Report,
+    base: str,
 ) -> None:
-    """Steps 4-5: restore protected paths, apply test_patch, copy hidden files."""
-    base = str(plan["base_commit"])
+    """Steps 4-5: restore protected paths (to ``base``: see _environment_base), apply
+    test_patch, copy hidden files.
+    """
     protected = _str_list(plan.get("protected_paths"), "protected_paths")
     protected += list(patching.DEFAULT_PROTECTED)
     test_patch = _plan_path(plan_dir, plan.get("test_patch"), "test_patch")
@@ -775,9 +817,14 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     base = str(plan["base_commit"])
     timeout = _timeout(plan.get("timeout_sec"), DEFAULT_TIMEOUT_SEC)
 
+    grading_base = _environment_base(plan, repo, base)
     _, touched = _apply_candidate(repo, base, patch_path, report)
+    if grading_base != base:
+        # Index and HEAD to the environment's commit (the tree stays the candidate's): what
+        # differs from it, tracked or not, is the candidate's doing.
+        patching.git(repo, "reset", "-q", grading_base)
     _check_policy(plan, touched, report)
-    _protect_and_add_tests(plan, plan_dir, repo, touched, report)
+    _protect_and_add_tests(plan, plan_dir, repo, touched, report, grading_base)
 
     if rule == "judge":
         try:

@@ -187,6 +187,8 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 env=sorted(env.env.items()),
                 workdir=spec.repo.workdir,
                 setup_patch=bool(spec.repo.setup_patch),
+                head=spec.repo.head,
+                environment_patch=ENVIRONMENT_PATCH if records_environment(spec) else None,
             )
         )
     }
@@ -197,6 +199,18 @@ def _agent_context(spec: TaskSpec) -> FileTree:
     for name, data in env.requirements.items():
         files[f"requirements/{name}"] = OutFile(data)
     return files
+
+
+ENVIRONMENT_PATCH = "/var/lib/packager/environment.patch"
+"""Where an agent image records what building it changed in tracked files of the repository
+(a recipe's pre_install/install editing tox.ini or setup.py): graders measure from that state
+(grading/grade.py `_environment_base`). Root-owned, readable: nothing in it is secret."""
+
+
+def records_environment(spec: TaskSpec) -> bool:
+    """Whether the agent image runs commands in the repository that may change tracked files."""
+    env = spec.environment
+    return bool(env.pre_install or env.install)
 
 
 def _installs_with_pip(env: Environment) -> bool:
@@ -253,6 +267,7 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
         "timeout_sec": g.timeout_sec,
         "env": dict(sorted(g.env.items())),
         "test_patch": "payload/test.patch" if g.test_patch else None,
+        "environment_patch": ENVIRONMENT_PATCH if records_environment(spec) else None,
         "hidden_files": "payload/hidden" if g.hidden_files else None,
         "protected_paths": list(g.protected_paths),
         "fail_to_pass": list(g.fail_to_pass),

@@ -641,3 +641,26 @@ def test_tripwire_leaves_the_test_file_as_it_was(task: Task) -> None:
     assert reward["reward"] == 1.0 and report["exit_code"] == 1  # the tripwire ran and failed
     assert (task.repo / "tests" / "test_calc.py").read_bytes() == before
     assert sorted(report["tests"]) == sorted(F2P + P2P)
+
+
+def test_protected_files_are_restored_to_the_environments_state(task: Task) -> None:
+    """A recipe's pre_install edited a protected file (tox.ini, pytest.ini) when the image was
+    built: that edit is the environment, recorded in the image, and grading keeps it; a
+    candidate changing the file further is still restored, to the environment's state."""
+    ini = "[pytest]\nmarkers =\n    env: added by the environment\n"
+    recorded = task.root / "environment.patch"
+    recorded.write_text(task.diff({"pytest.ini": ini}))
+    # As collected from the agent's container: the environment's edit plus the fix.
+    gold = task.diff({"pytest.ini": ini, "calc.py": CALC_FIXED})
+    reward, report = task.grade(gold, environment_patch=str(recorded))
+    assert reward["reward"] == 1.0 and report["violations"] == []
+    assert (task.repo / "pytest.ini").read_text() == ini
+    # Without the record the same edit is a protected path restored to the bare base.
+    reward, report = task.grade(gold)
+    assert report["violations"] == [{"kind": "protected_path_restored", "path": "pytest.ini"}]
+    assert not (task.repo / "pytest.ini").exists()
+    # A cheat on top of the environment's edit goes back to the environment's state.
+    cheat = task.diff({"pytest.ini": ini + "addopts = -p no:terminal\n", "calc.py": CALC_FIXED})
+    reward, report = task.grade(cheat, environment_patch=str(recorded))
+    assert report["violations"] == [{"kind": "protected_path_restored", "path": "pytest.ini"}]
+    assert (task.repo / "pytest.ini").read_text() == ini and reward["reward"] == 1.0
