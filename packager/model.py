@@ -109,6 +109,9 @@ class Environment(Frozen):
     """Whether the agent phase may use the network."""
     shell_setup: str | None = None
     """Shell run before every test command (activating a harness image's conda env)."""
+    cpus: float | None = None
+    """CPUs the task's containers get (the harness's `nano_cpus`: tests that need two cores
+    skip themselves in a container whose CPU share reads as one); None = the engine's default."""
 
 
 class Criterion(Frozen):

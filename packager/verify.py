@@ -49,6 +49,8 @@ class RunPlan:
     """Extra environment of the grader container (a browser judge's model endpoint)."""
     grader_network: bool = False
     """Whether the grader container has a network (a browser judge reaches its model)."""
+    cpus: float | None = None
+    """CPUs of every run container (the task's `Environment.cpus`, at most the engine's)."""
 
 
 HOST_ALIAS = "host.docker.internal"
@@ -95,6 +97,7 @@ def _container(
     network: bool,
     memory_mb: int | None = None,
     env: Mapping[str, str] | None = None,
+    cpus: float | None = None,
 ) -> Iterator[Any]:
     check_cancelled()
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
@@ -106,6 +109,9 @@ def _container(
     if memory_mb is not None:
         kwargs["mem_limit"] = f"{memory_mb}m"
         kwargs["memswap_limit"] = f"{memory_mb}m"
+    if cpus is not None:
+        # A quota, as the harness sets it: what `nproc`-style checks of the cgroup read.
+        kwargs["nano_cpus"] = int(min(cpus, _engine_cpus(client)) * 1e9)
     container = client.containers.create(
         image,
         command=command,
@@ -122,6 +128,12 @@ def _container(
             container.remove(force=True)
         except Exception:  # noqa: BLE001 - already gone, or the daemon is gone: nothing to undo
             pass
+
+
+def _engine_cpus(client: DockerClient) -> float:
+    """The engine's CPU count (a quota above it is refused)."""
+    info = client.info() if hasattr(client, "info") else {}
+    return float(info.get("NCPU") or 1)
 
 
 def _exec(container: Any, command: str, workdir: str, timeout: int) -> tuple[int, str]:
@@ -165,6 +177,7 @@ def agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -
         plan.workdir,
         plan.network,
         plan.memory_mb,
+        cpus=plan.cpus,
     ) as box:
         box.start()
         if kind == "oracle":
@@ -202,6 +215,7 @@ def run_grader_phase(
         plan.grader_network,
         plan.memory_mb,
         dict(plan.grader_env),
+        cpus=plan.cpus,
     ) as box:
         box.put_archive("/", make_tar({"logs/artifacts/model.patch": patch}))
         box.start()

@@ -55,10 +55,9 @@ KNOWN_KEYS = frozenset(
         "build",
     }
 )
-"""Keys a recipe may carry. `no_use_env`, `docker_specs`, `execute_test_as_nonroot`,
-`nano_cpus` and `build` are conda, harness-build and container details of the harness's specs
-with no meaning here (docs/datasets.md says why each); they are accepted and ignored. Unknown
-keys are an error."""
+"""Keys a recipe may carry. `no_use_env`, `docker_specs`, `execute_test_as_nonroot` and `build`
+are conda, harness-build and container details of the harness's specs with no meaning here
+(docs/datasets.md says why each); they are accepted and ignored. Unknown keys are an error."""
 
 # Directives are the test files a test patch touches (the `b/` side of its `diff --git` lines).
 _DIFF_GIT_B = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
@@ -233,6 +232,11 @@ def make_recipe(
         requirements_paths = ()
         conda_paths = ()
         pip_packages = []
+    nano_cpus = config.get("nano_cpus")
+    if nano_cpus is not None and (
+        isinstance(nano_cpus, bool) or not isinstance(nano_cpus, int) or nano_cpus <= 0
+    ):
+        raise RowError(task, f"{field}.nano_cpus", "expected a positive integer (1e9 = one CPU)")
     apt = _string_list(config.get("apt-pkgs"), task, f"{field}.apt-pkgs")
     if choice is not None:
         apt = (*A.PYTHON_TOOLCHAIN_PACKAGES, *apt)
@@ -249,6 +253,7 @@ def make_recipe(
         source_commit=env_commit if (requirements_paths or conda_paths) else None,
         pip_packages=tuple(pip_packages),
         shell_setup="; ".join(eval_commands) or None,
+        cpus=nano_cpus / 1e9 if nano_cpus else None,
     )
     return RecipeResult(
         environment, test_command, parser, timeout, harness_parser, choice, tuple(notes)

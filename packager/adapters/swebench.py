@@ -31,7 +31,7 @@ from packager.model import Environment, Grading, Provenance, Repo, Schema, TaskS
 from packager.naming import make_slug
 from packager.recipes import recipe_keys
 
-_TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands")
+_TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands", "nano_cpus")
 
 
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
@@ -118,6 +118,7 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> Tas
             prebuilt=True,
             shell_setup=A.HARNESS_CONDA_ACTIVATE,
             env=environment.env,
+            cpus=environment.cpus,
         )
     f2p = parse_list(row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False)
     p2p = parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS")

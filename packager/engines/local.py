@@ -47,6 +47,7 @@ def make_run_plan(
         memory_mb=memory_mb,
         grader_env=judge_grader_env(judge_env) if judged else (),
         grader_network=judged,
+        cpus=spec.environment.cpus,
     )
 
 

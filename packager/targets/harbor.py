@@ -417,6 +417,10 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
             "collect": [{"command": collect_command(spec), "timeout_sec": 120.0}],
         },
     }
+    if spec.environment.cpus is not None:
+        # Harbor's docker environment turns `cpus` into the compose service's CPU limit.
+        config["environment"]["cpus"] = spec.environment.cpus
+        config["verifier"]["environment"]["cpus"] = spec.environment.cpus
     if spec.grading.rule == "judge":
         # The judge's model endpoint, read from the environment of `harbor run` (docs/sweeper.md).
         config["verifier"]["env"] = {name: f"${{{name}:-}}" for name in JUDGE_ENV}

@@ -314,3 +314,67 @@ def test_an_id_no_test_can_have_is_set_aside_and_named() -> None:
     # Only pytest's ids have a mark to check; Django's and SymPy's are all kept.
     assert not_test_ids("django", ("test_x (a.B)",)) == ()
     assert not_test_ids("pytest", ("a.py::t", "[100%]", "[ 50%]", "t[1]")) == ("[100%]", "[ 50%]")
+
+
+def test_nano_cpus_becomes_the_containers_cpu_quota() -> None:
+    """The harness runs pylint's containers with nano_cpus=2e9: tests that need two cores read
+    the cgroup quota and skip themselves (a skipped PASS_TO_PASS fails) without it."""
+    import tomllib
+
+    from packager.adapters.recipe import PythonPolicy, make_recipe
+    from packager.engines.local import make_run_plan
+    from packager.paths import OutputPaths
+    from packager.targets.harbor import make_harbor_task
+
+    policy = PythonPolicy({}, lambda _image: False)
+    result = make_recipe(
+        {"python": "3.9", "nano_cpus": 2000000000, "test_cmd": "pytest -rA"},
+        task="t", field="install_config", test_patch=None, pythons=policy, env_commit=None,
+    )  # fmt: skip
+    assert result.environment.cpus == 2.0
+    spec = _adapt(_verified()["sympy__sympy-12481"])
+    spec = spec.model_copy(  # type: ignore[attr-defined]
+        update={"environment": spec.environment.model_copy(update={"cpus": 2.0})}  # type: ignore[attr-defined]
+    )
+    toml = tomllib.loads(make_harbor_task(spec).files["task.toml"].data.decode())
+    assert toml["environment"]["cpus"] == 2.0 and toml["verifier"]["environment"]["cpus"] == 2.0
+    plan = make_run_plan(spec, OutputPaths(Path("/tmp/o"), "d"), {"agent": "a", "grader": "g"})
+    assert plan.cpus == 2.0
+    from packager.errors import RowError
+
+    with pytest.raises(RowError, match="nano_cpus"):
+        make_recipe({"nano_cpus": "two"}, task="t", field="f", test_patch=None, pythons=policy,
+                    env_commit=None)  # fmt: skip
+
+
+class _CpuClient:
+    def __init__(self) -> None:
+        self.created: dict[str, object] = {}
+        outer = self
+
+        class Containers:
+            def create(self, image: str, **kwargs: object) -> object:
+                outer.created = kwargs
+
+                class Box:
+                    def remove(self, force: bool = False) -> None:
+                        return None
+
+                return Box()
+
+        self.containers = Containers()
+
+    def info(self) -> dict[str, int]:
+        return {"NCPU": 1}
+
+
+def test_the_cpu_quota_is_at_most_the_engines() -> None:
+    from packager.verify import _container
+
+    client = _CpuClient()
+    with _container(client, "img", "t", "grader-nop", ["true"], "/w", False, cpus=2.0):  # type: ignore[arg-type]
+        pass
+    assert client.created["nano_cpus"] == 1_000_000_000
+    with _container(client, "img", "t", "grader-nop", ["true"], "/w", False):  # type: ignore[arg-type]
+        pass
+    assert "nano_cpus" not in client.created
