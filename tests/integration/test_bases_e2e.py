@@ -16,13 +16,13 @@ from packager.bases import ensure_base_image
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 PYTHON_OF_DEBIAN = (
-    "apt-get update >/dev/null && "
-    "apt-get install -y --no-install-recommends python3 python3-venv >/dev/null && "
-    "python3 -c 'import sys; print(sys.version_info[:2])'"
+    "apt-get update >/dev/null && apt-cache policy python3 | sed -n 's/ *Candidate: //p'"
 )
+"""The python3 the release's archive serves (its version is the interpreter's: 3.9.2-3 on
+bullseye); asked without installing it, to keep the suite short."""
 
 
-@pytest.mark.parametrize(("version", "expected"), [("3.9", "(3, 9)"), ("3.13", "(3, 13)")])
+@pytest.mark.parametrize(("version", "expected"), [("3.9", "3.9."), ("3.13", "3.13.")])
 def test_seeded_debian_serves_its_python(
     version: str, expected: str, tmp_path: Path, docker_client: Any
 ) -> None:
@@ -45,4 +45,4 @@ def test_seeded_debian_serves_its_python(
     finally:
         box.remove(force=True)
     assert status["StatusCode"] == 0, output
-    assert output.strip().splitlines()[-1] == expected, output
+    assert output.strip().splitlines()[-1].startswith(expected), output
