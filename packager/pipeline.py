@@ -22,6 +22,7 @@ from packager.sources import DatasetSource, iter_rows
 if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult
 
+    from packager import build as build_module
     from packager.build import DockerClient
     from packager.errors import BuildError
     from packager.model import TaskResult
@@ -529,6 +530,38 @@ class BuildOptions:
     """Folders of repository mirrors (`--repo-source DIR`)."""
 
 
+def _flat_base(
+    client: DockerClient,
+    spec: TaskSpec,
+    dockerfile_text: str,
+    label: str,
+    opts: BuildOptions,
+    flatten_log: Path,
+) -> build_module.FlatBase | None:
+    """How a published harness image is flattened (None for other environments). What its
+    own layers hold (later commits, branches, tags, unreachable objects) no later layer can
+    remove, so the agent image is built FROM a copy of its file system in one layer, without
+    the workdir's .git (docs/datasets.md).
+    """
+    from packager import build
+    from packager.errors import BuildError
+
+    if not spec.environment.prebuilt:
+        return None
+    published = build.first_from(dockerfile_text)
+    if opts.pull:
+        build.pull_missing(client, published, task=label, log_path=flatten_log)
+    build.check_base_images(
+        client, dockerfile_text, task=label, log_path=flatten_log, pull=opts.pull
+    )
+    try:
+        return build.flatten_plan(client, published, spec.repo.workdir)
+    except ValueError as exc:
+        flatten_log.parent.mkdir(parents=True, exist_ok=True)
+        flatten_log.write_text(f"ERROR: {exc}\n")
+        raise BuildError(label, published, f"cannot flatten it: {exc}", flatten_log) from exc
+
+
 def build_task(
     client: DockerClient,
     spec: TaskSpec,
@@ -544,7 +577,7 @@ def build_task(
     import tempfile
 
     from packager import build, repos
-    from packager.errors import BuildError, RepoSourceError
+    from packager.errors import RepoSourceError
     from packager.targets.harbor import SNAPSHOT_FILE, make_harbor_task
 
     task = make_harbor_task(spec)
@@ -559,25 +592,10 @@ def build_task(
     buildargs: dict[str, str] = {}
     dockerfile_text = (task_dir / "environment" / "Dockerfile").read_text()
     agent_labels: dict[str, str] = {}
-    flat: build.FlatBase | None = None
     flattened: build.FlattenOutcome | None = None
     flatten_log = logs / "build-flatten.log"
-    if spec.environment.prebuilt:
-        # A published harness image: what its own layers hold (later commits, branches, tags,
-        # unreachable objects) no later layer can remove, so the agent image is built FROM a
-        # copy of its file system in one layer, without the workdir's .git (docs/datasets.md).
-        published = build.first_from(dockerfile_text)
-        if opts.pull:
-            build.pull_missing(client, published, task=label, log_path=flatten_log)
-        build.check_base_images(
-            client, dockerfile_text, task=label, log_path=flatten_log, pull=opts.pull
-        )
-        try:
-            flat = build.flatten_plan(client, published, spec.repo.workdir)
-        except ValueError as exc:
-            flatten_log.parent.mkdir(parents=True, exist_ok=True)
-            flatten_log.write_text(f"ERROR: {exc}\n")
-            raise BuildError(label, published, f"cannot flatten it: {exc}", flatten_log) from exc
+    flat = _flat_base(client, spec, dockerfile_text, label, opts, flatten_log)
+    if flat is not None:
         buildargs["PACKAGER_BASE"] = flat.tag
         agent_labels = {build.LABEL_FLAT_BASE: flat.tag, build.LABEL_FLATTENED_FROM: flat.source}
 

@@ -127,32 +127,36 @@ def test_directives(test_patch: str | None, style: str = "path") -> tuple[str, .
     return tuple(found)
 
 
-def make_recipe(
-    config: Mapping[str, Any],
-    *,
-    task: str,
-    field: str,
-    test_patch: str | None,
-    pythons: PythonPolicy,
-    env_commit: str | None,
-    frozen_requirements: str | None = None,
-) -> RecipeResult:
-    """Read one recipe (an `install_config`, a `--recipes` entry or a harness spec)."""
+@dataclass(frozen=True)
+class _Packages:
+    """What a recipe installs with pip, before the repository is in."""
+
+    requirements: dict[str, bytes]
+    requirements_paths: tuple[str, ...]
+    conda_paths: tuple[str, ...]
+    pip_packages: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def any(self) -> bool:
+        """Whether anything is installed (then the recipe needs an interpreter)."""
+        return bool(
+            self.requirements or self.requirements_paths or self.conda_paths or self.pip_packages
+        )
+
+
+def _test_side(
+    config: Mapping[str, Any], task: str, field: str, test_patch: str | None
+) -> tuple[str, str, str]:
+    """The harness parser's name, the runtime parser, and the test command with the test
+    patch's files appended as the harness derives them.
+    """
     from packager.harness_parsers import default_test_command, runtime_parser
 
-    unknown = sorted(set(config) - KNOWN_KEYS)
-    if unknown:
-        raise RowError(
-            task,
-            f"{field}.{unknown[0]}",
-            f"unknown recipe key (known: {', '.join(sorted(KNOWN_KEYS))})",
-        )
     harness_parser = str(config.get("log_parser") or A.DEFAULT_LOG_PARSER)
     try:
         parser = runtime_parser(harness_parser)
     except ValueError as exc:
         raise RowError(task, f"{field}.log_parser", str(exc)) from exc
-
     test_cmds = commands(config.get("test_cmd"), task, f"{field}.test_cmd")
     if not test_cmds:
         default = default_test_command(harness_parser)
@@ -169,20 +173,26 @@ def make_recipe(
         directives = test_directives(test_patch, style)
         if directives:
             test_command += " " + " ".join(shlex.quote(d) for d in directives)
+    return harness_parser, parser, test_command
 
-    python = config.get("python")
-    if python is not None and not isinstance(python, str | int | float):
-        raise RowError(task, f"{field}.python", "expected a version string such as '3.9'")
-    version = str(python) if python is not None else None
 
-    requirements_paths: tuple[str, ...] = ()
-    conda_paths: tuple[str, ...] = ()
+def _packages(
+    config: Mapping[str, Any], task: str, field: str, frozen_requirements: str | None
+) -> _Packages:
+    """`packages` (requirements.txt, environment.yml or a conda list) and `pip_packages`; a
+    row's frozen pin set replaces both.
+    """
+    if frozen_requirements:
+        frozen = {"requirements.frozen.txt": frozen_pins(frozen_requirements).encode()}
+        return _Packages(frozen, (), (), (), ())
     requirements: dict[str, bytes] = {}
-    notes: list[str] = []
+    reqs_paths: tuple[str, ...] = ()
+    conda_paths: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     packages = config.get("packages")
     if packages == "requirements.txt":
-        requirements_paths = _string_list(config.get("reqs_path"), task, f"{field}.reqs_path")
-        requirements_paths = requirements_paths or A.DEFAULT_REQS_PATHS
+        reqs_paths = _string_list(config.get("reqs_path"), task, f"{field}.reqs_path")
+        reqs_paths = reqs_paths or A.DEFAULT_REQS_PATHS
     elif packages == "environment.yml":
         conda_paths = _string_list(config.get("env_yml_path"), task, f"{field}.env_yml_path")
         conda_paths = conda_paths or A.DEFAULT_ENV_YML_PATHS
@@ -197,66 +207,100 @@ def make_recipe(
             raise RowError(task, f"{field}.packages", str(exc)) from exc
         if converted.requirements:
             requirements[A.CONDA_PACKAGES_FILE] = converted.text().encode()
-        notes += [f"{field}.packages: {note}" for note in converted.notes]
-    pip_packages = list(_string_list(config.get("pip_packages"), task, f"{field}.pip_packages"))
+        notes = tuple(f"{field}.packages: {note}" for note in converted.notes)
+    pips = _string_list(config.get("pip_packages"), task, f"{field}.pip_packages")
+    return _Packages(requirements, reqs_paths, conda_paths, pips, notes)
 
-    uses_python = bool(version or requirements_paths or conda_paths or requirements)
-    uses_python = uses_python or bool(pip_packages or frozen_requirements)
-    if uses_python and version is None:
-        version = A.DEBIAN_PYTHON
-    choice: PythonChoice | None = None
-    base_image = str(config.get("base_image") or A.DEFAULT_BASE_IMAGE)
-    if version is not None and config.get("base_image"):
-        choice = PythonChoice(version, version, base_image, "recipe base_image")
-    elif version is not None:
-        try:
-            choice = choose_python(
-                version,
-                base_images=pythons.base_images,
-                available=pythons.available,
-                fallback=pythons.fallback,
-            )
-        except PythonUnavailable as exc:
-            raise RowError(task, f"{field}.python", str(exc)) from exc
-        base_image = choice.image
 
+def _interpreter(
+    config: Mapping[str, Any], task: str, field: str, pythons: PythonPolicy, needed: bool
+) -> PythonChoice | None:
+    """The recipe's Python and the image serving it (Debian's python3 when it installs
+    packages without naming one); None for a recipe that needs no Python.
+    """
+    python = config.get("python")
+    if python is not None and not isinstance(python, str | int | float):
+        raise RowError(task, f"{field}.python", "expected a version string such as '3.9'")
+    version = str(python) if python is not None else (A.DEBIAN_PYTHON if needed else None)
+    if version is None:
+        return None
+    if config.get("base_image"):
+        return PythonChoice(version, version, str(config["base_image"]), "recipe base_image")
+    try:
+        return choose_python(
+            version,
+            base_images=pythons.base_images,
+            available=pythons.available,
+            fallback=pythons.fallback,
+        )
+    except PythonUnavailable as exc:
+        raise RowError(task, f"{field}.python", str(exc)) from exc
+
+
+def _positive_int(config: Mapping[str, Any], key: str, task: str, field: str, what: str) -> Any:
+    value = config.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise RowError(task, f"{field}.{key}", f"expected a positive integer ({what})")
+    return value
+
+
+def make_recipe(
+    config: Mapping[str, Any],
+    *,
+    task: str,
+    field: str,
+    test_patch: str | None,
+    pythons: PythonPolicy,
+    env_commit: str | None,
+    frozen_requirements: str | None = None,
+) -> RecipeResult:
+    """Read one recipe (an `install_config`, a `--recipes` entry or a harness spec)."""
+    unknown = sorted(set(config) - KNOWN_KEYS)
+    if unknown:
+        raise RowError(
+            task,
+            f"{field}.{unknown[0]}",
+            f"unknown recipe key (known: {', '.join(sorted(KNOWN_KEYS))})",
+        )
+    harness_parser, parser, test_command = _test_side(config, task, field, test_patch)
+    pkgs = _packages(config, task, field, frozen_requirements)
+    choice = _interpreter(config, task, field, pythons, needed=pkgs.any())
     env_vars = config.get("env_vars") or {}
     if not isinstance(env_vars, Mapping):
         raise RowError(task, f"{field}.env_vars", "expected a mapping NAME -> value")
-    timeout = config.get("timeout", A.DEFAULT_TEST_TIMEOUT_SEC)
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
+    timeout = _positive_int(config, "timeout", task, field, "seconds")
+    if timeout is None and "timeout" in config:
         raise RowError(task, f"{field}.timeout", "expected a positive integer (seconds)")
+    nano_cpus = _positive_int(config, "nano_cpus", task, field, "1e9 = one CPU")
     eval_commands = commands(config.get("eval_commands"), task, f"{field}.eval_commands")
-    if frozen_requirements:
-        requirements = {"requirements.frozen.txt": frozen_pins(frozen_requirements).encode()}
-        requirements_paths = ()
-        conda_paths = ()
-        pip_packages = []
-    nano_cpus = config.get("nano_cpus")
-    if nano_cpus is not None and (
-        isinstance(nano_cpus, bool) or not isinstance(nano_cpus, int) or nano_cpus <= 0
-    ):
-        raise RowError(task, f"{field}.nano_cpus", "expected a positive integer (1e9 = one CPU)")
     apt = _string_list(config.get("apt-pkgs"), task, f"{field}.apt-pkgs")
     if choice is not None:
         apt = (*A.PYTHON_TOOLCHAIN_PACKAGES, *apt)
     environment = Environment(
-        base_image=base_image,
+        base_image=choice.image
+        if choice is not None
+        else str(config.get("base_image") or A.DEFAULT_BASE_IMAGE),
         packages=tuple(dict.fromkeys(apt)),
         pre_install=commands(config.get("pre_install"), task, f"{field}.pre_install"),
         install=commands(config.get("install"), task, f"{field}.install"),
         env={str(k): str(v) for k, v in sorted(env_vars.items())},
         python=choice.used if choice is not None else None,
-        requirements=requirements,
-        requirements_paths=requirements_paths,
-        conda_env_paths=conda_paths,
-        source_commit=env_commit if (requirements_paths or conda_paths) else None,
-        pip_packages=tuple(pip_packages),
+        requirements=pkgs.requirements,
+        requirements_paths=pkgs.requirements_paths,
+        conda_env_paths=pkgs.conda_paths,
+        source_commit=env_commit if (pkgs.requirements_paths or pkgs.conda_paths) else None,
+        pip_packages=pkgs.pip_packages,
         shell_setup="; ".join(eval_commands) or None,
         cpus=nano_cpus / 1e9 if nano_cpus else None,
     )
     return RecipeResult(
-        environment, test_command, parser, timeout, harness_parser, choice, tuple(notes)
+        environment,
+        test_command,
+        parser,
+        timeout or A.DEFAULT_TEST_TIMEOUT_SEC,
+        harness_parser,
+        choice,
+        pkgs.notes,
     )
 
 

@@ -58,6 +58,28 @@ def _row_image(row: Mapping[str, Any], ctx: Context, task: str) -> str | None:
     return None
 
 
+def _recipe_source(
+    row: Mapping[str, Any], ctx: Context, task: str, repo: str, version: str | None
+) -> tuple[tuple[str, dict[str, Any]] | None, str, dict[str, Any], str]:
+    """Where the row's environment comes from, most specific first: a `--recipes` entry (for
+    the instance, `owner/name@version`, `owner/name`), the row's own install_config, the
+    harness's spec. Returns the recipe entry found, the field errors name, the recipe, and the
+    source as task metadata says it ("" when there is none).
+    """
+    row_config = parse_mapping(row.get("install_config"), task, "install_config")
+    # A row's own install_config is overridden only by a recipe naming that very row.
+    found = ctx.recipes.find([task] if row_config else recipe_keys(task, repo, version))
+    if found is not None:
+        return found, f"recipes[{found[0]}]", found[1], f"recipe {found[0]}"
+    if row_config:
+        return None, "install_config", row_config, "install_config"
+    builtin = harness_recipe(repo, version)
+    if builtin is not None:
+        origin = f"harness spec {repo}@{version}"
+        return None, origin, builtin, f"{origin} ({harness_source()})"
+    return None, "install_config", {}, ""
+
+
 def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> TaskSpec:
     """Shared by SWE-bench and SWE-rebench: they differ only in where the recipe comes from."""
     task = row_id(row) or get_str(row, "?", "instance_id")
@@ -70,19 +92,7 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> Tas
     if not isinstance(env_commit, str):
         raise RowError(task, "environment_setup_commit", "expected a commit id string")
 
-    row_config = parse_mapping(row.get("install_config"), task, "install_config")
-    # A row's own install_config is overridden only by a recipe naming that very row.
-    found = ctx.recipes.find([task] if row_config else recipe_keys(task, repo, version))
-    builtin = harness_recipe(repo, version)
-    if found is not None:
-        field, config, source = f"recipes[{found[0]}]", found[1], f"recipe {found[0]}"
-    elif row_config:
-        field, config, source = "install_config", row_config, "install_config"
-    elif builtin is not None:
-        field, config = f"harness spec {repo}@{version}", builtin
-        source = f"harness spec {repo}@{version} ({harness_source()})"
-    else:
-        field, config, source = "install_config", {}, ""
+    found, field, config, source = _recipe_source(row, ctx, task, repo, version)
     image = _row_image(row, ctx, task)
     if not config and image is None:
         raise RowError(

@@ -378,3 +378,15 @@ def test_the_cpu_quota_is_at_most_the_engines() -> None:
     with _container(client, "img", "t", "grader-nop", ["true"], "/w", False):  # type: ignore[arg-type]
         pass
     assert "nano_cpus" not in client.created
+
+
+def test_a_recipe_without_python_keeps_its_own_base_image() -> None:
+    from packager.adapters.recipe import PythonPolicy, make_recipe
+
+    result = make_recipe(
+        {"base_image": "golang:1.22", "test_cmd": "go test ./...", "log_parser": "gotest"},
+        task="t", field="f", test_patch=None, pythons=PythonPolicy({}, lambda _i: False),
+        env_commit=None,
+    )  # fmt: skip
+    assert result.environment.base_image == "golang:1.22" and result.python is None
+    assert result.environment.packages == ()  # no Python toolchain without Python
