@@ -18,6 +18,8 @@ from packager.model import Environment
 _STEP = re.compile(r"^Step \d+/\d+ : (.*)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _BUILDER_NOISE = re.compile(r"^( ---> |Removing intermediate container|Successfully )")
+_PROGRESS = re.compile(r"━|\beta \d|^\s*(Collecting|Downloading|Using cached|Obtaining) ")
+"""pip's progress lines: never why a step failed."""
 _PACKAGE_PATTERNS = (
     re.compile(r"No matching distribution found for ([^\s;]+)"),
     re.compile(r"Could not find a version that satisfies the requirement ([^\s;]+)"),
@@ -98,7 +100,10 @@ def explain(log_text: str, env: Environment) -> Failure | None:
     output = [
         line.rstrip()
         for line in lines[start + 1 :]
-        if line.strip() and not _BUILDER_NOISE.match(line) and not line.startswith("ERROR: The")
+        if line.strip()
+        and not _BUILDER_NOISE.match(line)
+        and not _PROGRESS.search(line)
+        and not line.startswith("ERROR: The")
     ]
     package = None
     for line in output:
