@@ -88,6 +88,7 @@ class Selection:
         )
 
 
+@functools.lru_cache(maxsize=64)
 def _engine_can_pull(name: str) -> bool:
     """Whether a reachable engine's registry knows the image (packager.bases.can_pull: asked
     without downloading, once per image per process; False when no engine answers).
