@@ -18,6 +18,8 @@ from tests.services import free_port
 
 RAY = Path(sys.executable).parent / "ray"
 WORKER_MARK = "packager_test_worker"
+RAY_SERVICE_TITLES = frozenset({"ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent"})
+"""Titles of a node's processes that are not running a job."""
 """A custom resource only the second node advertises: the test tells the nodes apart by it."""
 
 
@@ -98,6 +100,26 @@ class Cluster:
     def worker_node_id(self) -> str | None:
         live = [n for n in self.nodes() if n["alive"] and WORKER_MARK in n["res"]]
         return str(live[-1]["id"]) if live else None
+
+    @staticmethod
+    def jobs_on(proc: subprocess.Popen[bytes]) -> set[str]:
+        """The names of the Ray jobs running on the node `proc` started now: its worker
+        processes (in its session) retitle themselves `ray::<job name>` while they run one and
+        `ray::IDLE` between jobs.
+        """
+        running: set[str] = set()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if os.getsid(int(entry.name)) != proc.pid:
+                    continue
+                title = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode()
+            except (OSError, UnicodeDecodeError):
+                continue  # gone meanwhile
+            if title.startswith("ray::") and title not in RAY_SERVICE_TITLES:
+                running.add(title.removeprefix("ray::"))
+        return running
 
     def kill_worker(self, proc: subprocess.Popen[bytes]) -> None:
         """The node is lost: its raylet and every process of it killed at once."""
