@@ -1227,6 +1227,14 @@ def publish_command(
             "that does not exist becomes a new bare repository.",
         ),
     ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            "--branch",
+            help="The dataset repository's branch to commit the release on (default: the "
+            "branch its HEAD names, so a plain clone checks the release out).",
+        ),
+    ] = None,
     include_unverified: Annotated[
         bool,
         typer.Option("--include-unverified", help="Also publish tasks that are not verified."),
@@ -1259,6 +1267,8 @@ def publish_command(
 
     if not tasks and not all_tasks:
         raise typer.BadParameter("name TASK ids or pass --all")
+    if branch is not None and dataset_repo is None:
+        raise typer.BadParameter("--branch names a branch of --dataset-repo: pass both")
     try:
         reg = Registry.parse(registry)
         ds = open_dataset(dataset, split)
@@ -1284,6 +1294,7 @@ def publish_command(
             registry=reg,
             include_unverified=include_unverified,
             dataset_repo=dataset_repo,
+            branch=branch,
             name=name,
             version=version,
         )
@@ -1301,7 +1312,7 @@ def publish_command(
     )
     if report.dataset_repo is not None:
         change = ", ".join(c[:12] for c in report.commits) or "no change, no commit"
-        typer.echo(f"dataset repository {report.dataset_repo}: {change}")
+        typer.echo(f"dataset repository {report.dataset_repo} ({report.branch}): {change}")
     raise typer.Exit(1 if tasks and report.skipped else 0)
 
 

@@ -153,6 +153,8 @@ class PublishReport:
     release_dir: Path
     registry_json: Path
     dataset_repo: str | None = None
+    branch: str | None = None
+    """The dataset repository's branch the release was committed on."""
     commits: list[str] = field(default_factory=list)
 
     @property
@@ -339,8 +341,15 @@ def commit_release(
     version: str,
     description: str,
     task_names: dict[str, str],
-) -> tuple[str, list[str]]:
-    """Commit the release into the dataset repository; returns its URL and the new commits."""
+    branch: str | None = None,
+) -> tuple[str, str, list[str]]:
+    """Commit the release into the dataset repository; returns its URL, the branch committed
+    on and the new commits.
+
+    The commits go to `branch` when one is named, else to the branch the repository's HEAD
+    names (an empty repository's too: `git init --bare` may name `master`), so that a plain
+    clone of the repository checks the release out.
+    """
     url = repo_url(location)
     if url.startswith("file://"):
         path = Path(location).resolve()
@@ -355,9 +364,7 @@ def commit_release(
     with tempfile.TemporaryDirectory(prefix="packager-release-") as tmp:
         work = Path(tmp) / "repo"
         _git(["clone", "--quiet", url, str(work)], Path(tmp))
-        if not _has_head(work):
-            _git(["checkout", "--quiet", "-b", "main"], work)
-        branch = _git(["symbolic-ref", "--short", "HEAD"], work)
+        branch = _release_branch(work, branch)
         rel = f"{DATASETS_DIR}/{name}"
         target = work / rel
         if target.exists():
@@ -398,14 +405,36 @@ def commit_release(
             commits.append(_git(["rev-parse", "HEAD"], work))
         if commits:
             _git(["push", "--quiet", "origin", f"HEAD:refs/heads/{branch}"], work)
-    return url, commits
+    return url, branch, commits
 
 
-def _has_head(work: Path) -> bool:
-    proc = subprocess.run(
-        ["git", "rev-parse", "--verify", "--quiet", "HEAD"], cwd=work, capture_output=True
-    )
-    return proc.returncode == 0
+def _release_branch(work: Path, branch: str | None) -> str:
+    """Check out the branch the release is committed on in the clone `work` and name it:
+    `branch` (from the remote's branch of that name when there is one, else new from the
+    remote's HEAD), or the branch the remote's HEAD names: git's clone checks that one out,
+    an empty repository's unborn branch included. A detached remote HEAD gets `main`.
+    """
+    if branch is None:
+        head = _git_ok(["symbolic-ref", "--quiet", "--short", "HEAD"], work)
+        return head if head is not None else _checkout(work, "main")
+    if _git_ok(["check-ref-format", "--branch", branch], work) is None:
+        raise PublishError(f"--branch {branch!r} is not a valid git branch name")
+    if _git_ok(["rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}"], work):
+        _git(["checkout", "--quiet", "-B", branch, f"origin/{branch}"], work)
+        return branch
+    return _checkout(work, branch)
+
+
+def _checkout(work: Path, branch: str) -> str:
+    """A new branch `branch` at the clone's HEAD (unborn in an empty clone)."""
+    _git(["checkout", "--quiet", "-b", branch], work)
+    return branch
+
+
+def _git_ok(args: list[str], cwd: Path) -> str | None:
+    """The output of git, or None when it exits non-zero (a question, not a failure)."""
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def publish(
@@ -416,6 +445,7 @@ def publish(
     registry: Registry,
     include_unverified: bool = False,
     dataset_repo: str | None = None,
+    branch: str | None = None,
     name: str | None = None,
     version: str = "1.0",
     log: Callable[[str], None] = lambda _: None,
@@ -481,16 +511,17 @@ def publish(
             ],
         }
         write_text(staging / "dataset.toml", tomli_w.dumps(manifest))
-        url = None
+        url = committed_on = None
         commits: list[str] = []
         if dataset_repo is not None:
-            url, commits = commit_release(
+            url, committed_on, commits = commit_release(
                 dataset_repo,
                 staging / "tasks",
                 name=name,
                 version=version,
                 description=description,
                 task_names=task_names,
+                branch=branch,
             )
         local = registry_entry(
             name, version, description, [(task_names[s], f"tasks/{s}") for s in task_names]
@@ -506,5 +537,6 @@ def publish(
         release_dir=release,
         registry_json=release / "registry.json",
         dataset_repo=url,
+        branch=committed_on,
         commits=commits,
     )

@@ -109,14 +109,15 @@ def test_commit_release_is_idempotent_and_resolvable_by_commit(tmp_path: Path) -
     repo = tmp_path / "ds.git"  # does not exist yet: created bare
     names = {"t1": "packager/t1", "t2": "packager/t2"}
     kw = {"name": "samples", "version": "1.0", "description": "d", "task_names": names}
-    url, commits = commit_release(str(repo), _release(tmp_path, "v1"), **kw)  # type: ignore[arg-type]
+    url, branch, commits = commit_release(str(repo), _release(tmp_path, "v1"), **kw)  # type: ignore[arg-type]
     assert url == repo.resolve().as_uri()
+    assert branch == "main"
     assert len(commits) == 2
     assert _git("config", "uploadpack.allowAnySHA1InWant", cwd=repo) == "true"
     # Same content again: no commit at all.
-    assert commit_release(str(repo), _release(tmp_path, "v1"), **kw)[1] == []  # type: ignore[arg-type]
+    assert commit_release(str(repo), _release(tmp_path, "v1"), **kw)[2] == []  # type: ignore[arg-type]
     # A changed task: one commit for the tasks, one for registry.json naming it.
-    _, commits = commit_release(str(repo), _release(tmp_path, "v2"), **kw)  # type: ignore[arg-type]
+    _, _, commits = commit_release(str(repo), _release(tmp_path, "v2"), **kw)  # type: ignore[arg-type]
     assert len(commits) == 2
     registry = json.loads(_git("show", "main:registry.json", cwd=repo))
     [entry] = registry
@@ -130,6 +131,67 @@ def test_commit_release_is_idempotent_and_resolvable_by_commit(tmp_path: Path) -
     _git("fetch", "-q", "--depth", "1", "origin", task_commit, cwd=clone)
     _git("checkout", "-q", task_commit, cwd=clone)
     assert "# v2" in (clone / "datasets" / "samples" / "t1" / "task.toml").read_text()
+
+
+NAMES = {"t1": "packager/t1", "t2": "packager/t2"}
+
+
+def _publish_into(repo: Path, tmp_path: Path, text: str, branch: str | None = None) -> str:
+    _, committed_on, commits = commit_release(
+        str(repo), _release(tmp_path, text), name="samples", version="1.0", description="d",
+        task_names=NAMES, branch=branch,
+    )  # fmt: skip
+    assert len(commits) == 2
+    return committed_on
+
+
+def _plain_clone(repo: Path, to: Path) -> Path:
+    """The repository as a user clones it: whatever its HEAD names is checked out."""
+    _git("clone", "-q", str(repo), str(to), cwd=to.parent)
+    return to
+
+
+def test_commit_release_goes_to_the_branch_an_empty_repositorys_head_names(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "ds.git"
+    _git("init", "-q", "--bare", "--initial-branch=master", str(repo), cwd=tmp_path)
+    assert _publish_into(repo, tmp_path, "v1") == "master"
+    assert _git("for-each-ref", "--format=%(refname)", cwd=repo) == "refs/heads/master"
+    clone = _plain_clone(repo, tmp_path / "clone")
+    assert "# v1" in (clone / "datasets" / "samples" / "t1" / "task.toml").read_text()
+    assert (clone / "registry.json").is_file()
+
+
+def test_commit_release_follows_a_repositorys_head_and_a_named_branch(tmp_path: Path) -> None:
+    # A dataset repository with history on `trunk`, its HEAD.
+    repo = tmp_path / "ds.git"
+    _git("init", "-q", "--bare", "--initial-branch=trunk", str(repo), cwd=tmp_path)
+    seed = tmp_path / "seed"
+    _git("init", "-q", "--initial-branch=trunk", str(seed), cwd=tmp_path)
+    (seed / "README.md").write_text("datasets\n")
+    _git("add", "README.md", cwd=seed)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start", cwd=seed)
+    _git("push", "-q", str(repo), "trunk", cwd=seed)
+
+    assert _publish_into(repo, tmp_path, "v1") == "trunk"
+    clone = _plain_clone(repo, tmp_path / "clone")
+    assert (clone / "README.md").is_file() and (clone / "registry.json").is_file()
+
+    # --branch: a new branch starts from HEAD's history; trunk is left as it was.
+    trunk = _git("rev-parse", "trunk", cwd=repo)
+    assert _publish_into(repo, tmp_path, "v2", branch="next") == "next"
+    assert _git("rev-parse", "trunk", cwd=repo) == trunk
+    assert _git("merge-base", "--is-ancestor", trunk, "next", cwd=repo) == ""
+    assert "# v2" in _git("show", "next:datasets/samples/t1/task.toml", cwd=repo)
+    # Publishing on it again continues it (fast-forward), still not touching trunk.
+    before = _git("rev-parse", "next", cwd=repo)
+    assert _publish_into(repo, tmp_path, "v3", branch="next") == "next"
+    assert _git("rev-parse", "next~2", cwd=repo) == before
+    assert _git("rev-parse", "trunk", cwd=repo) == trunk
+
+    with pytest.raises(PublishError, match="--branch 'bad..name'"):
+        _publish_into(repo, tmp_path, "v4", branch="bad..name")
 
 
 def test_repo_url_forms(tmp_path: Path) -> None:
