@@ -24,6 +24,21 @@ class PackagerError(Exception):
 
     exit_code = 1
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as message and fields, so one raised in a worker process (render, Ray)
+        arrives whole, whatever its subclass's constructor takes.
+        """
+        return (_restore_error, (type(self), str(self), dict(self.__dict__)))
+
+
+def _restore_error(
+    kind: type[PackagerError], message: str, fields: dict[str, object]
+) -> PackagerError:
+    error = kind.__new__(kind)
+    Exception.__init__(error, message)
+    error.__dict__.update(fields)
+    return error
+
 
 class InputError(PackagerError):
     """The input (dataset, row or command line) is wrong; nothing was written."""

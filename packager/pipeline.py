@@ -120,39 +120,60 @@ def _engine_has_image(name: str) -> bool:
         return False
 
 
+class _RowScan:
+    """One pass over a selection's rows in dataset order: ids checked (present, unique, known),
+    id and schema filters applied. Adapting the rows it yields is the caller's (here or in a
+    render worker); `finish` then fails on unknown ids, or on filters no adapted row passed.
+    """
+
+    def __init__(self, sel: Selection) -> None:
+        self.sel = sel
+        self.seen: set[str] = set()
+        self.matched = 0
+        """Adapted rows that passed `Selection.wants` (counted by the caller)."""
+
+    def rows(self) -> Iterator[Mapping[str, Any]]:
+        sel = self.sel
+        wanted = set(sel.task_ids)
+        for row in iter_rows(sel.dataset):
+            instance_id = row_id(row)
+            id_field = "case_id" if (sel.schema == "sweeper" or "case_id" in row) else "instance_id"
+            if instance_id is None:
+                raise RowError(f"row {len(self.seen) + 1}", id_field, "missing or empty")
+            if instance_id in self.seen:
+                raise RowError(instance_id, id_field, "duplicate id in the dataset")
+            self.seen.add(instance_id)
+            if not (sel.all_tasks or instance_id in wanted):
+                continue
+            if sel.id_globs and not any(fnmatch.fnmatchcase(instance_id, g) for g in sel.id_globs):
+                continue
+            if sel.schema is not None and sel.all_tasks and _other_schema(row, sel.schema):
+                continue  # --schema with --all: rows of that schema only
+            yield row
+
+    def finish(self) -> None:
+        sel = self.sel
+        filters = [*sel.id_globs, *sel.repo_globs, *sel.languages]
+        if sel.all_tasks and not self.matched and (filters or sel.schema):
+            raise PackagerError(
+                f"no row of {sel.dataset.name} matches the filters "
+                f"({', '.join(filters + ([f'schema {sel.schema}'] if sel.schema else []))})"
+            )
+        unknown = set(sel.task_ids) - self.seen
+        if unknown:
+            raise UnknownTasksError(unknown, sel.dataset.name)
+
+
 def iter_specs(sel: Selection) -> Iterator[TaskSpec]:
     """Adapt the selected rows, in dataset order; fails on duplicates and unknown ids."""
     ctx = sel.context()
-    wanted = set(sel.task_ids)
-    seen: set[str] = set()
-    matched = 0
-    for row in iter_rows(sel.dataset):
-        instance_id = row_id(row)
-        id_field = "case_id" if (sel.schema == "sweeper" or "case_id" in row) else "instance_id"
-        if instance_id is None:
-            raise RowError(f"row {len(seen) + 1}", id_field, "missing or empty")
-        if instance_id in seen:
-            raise RowError(instance_id, id_field, "duplicate id in the dataset")
-        seen.add(instance_id)
-        if not (sel.all_tasks or instance_id in wanted):
-            continue
-        if sel.id_globs and not any(fnmatch.fnmatchcase(instance_id, g) for g in sel.id_globs):
-            continue
-        if sel.schema is not None and sel.all_tasks and _other_schema(row, sel.schema):
-            continue  # --schema with --all: rows of that schema only
+    scan = _RowScan(sel)
+    for row in scan.rows():
         spec = to_spec(row, ctx, sel.schema)
         if sel.wants(spec):
-            matched += 1
+            scan.matched += 1
             yield spec
-    filters = [*sel.id_globs, *sel.repo_globs, *sel.languages]
-    if sel.all_tasks and not matched and (filters or sel.schema):
-        raise PackagerError(
-            f"no row of {sel.dataset.name} matches the filters "
-            f"({', '.join(filters + ([f'schema {sel.schema}'] if sel.schema else []))})"
-        )
-    unknown = wanted - seen
-    if unknown:
-        raise UnknownTasksError(unknown, sel.dataset.name)
+    scan.finish()
 
 
 def _other_schema(row: Mapping[str, Any], schema: str) -> bool:
@@ -392,12 +413,27 @@ class _Staged(NamedTuple):
 
 @dataclass(frozen=True)
 class _TaskStager:
-    """Renders a resolved spec and stages its three folders, in this process or a worker."""
+    """Adapts, resolves and renders one row and stages its three folders, in this process or
+    a render worker (forked: it inherits the selection and its caches).
+    """
 
     paths: OutputPaths
     staging: Staging
+    sel: Selection
+    ctx: Context
+    keep_specs: bool
 
-    def __call__(self, spec: TaskSpec) -> _Staged:
+    def __call__(self, row: Mapping[str, Any]) -> tuple[TaskSpec | None, _Staged | None]:
+        """The spec (when kept) and what was staged; (None, None) for a row the repository
+        and language filters leave out.
+        """
+        spec = to_spec(row, self.ctx, self.sel.schema)
+        if not self.sel.wants(spec):
+            return None, None
+        spec = resolve_spec(spec, self.sel.merged_repo_sources, self.sel.mirror_dirs)
+        return (spec if self.keep_specs else None), self.stage(spec)
+
+    def stage(self, spec: TaskSpec) -> _Staged:
         from packager.engines.harbor import tree_digest
         from packager.targets.harbor import make_harbor_task, task_name
         from packager.targets.hud import make_hud_files
@@ -416,6 +452,9 @@ class _TaskStager:
         return _Staged(spec.task_id, slug, tree_digest(task.files, slug), task_name(spec))
 
 
+_Done = tuple[TaskSpec | None, _Staged | None]
+"""A row's outcome from `_TaskStager`."""
+
 _worker_stager: _TaskStager | None = None
 """The stager of a render worker process (set by `_init_render_worker`)."""
 
@@ -428,46 +467,67 @@ def _init_render_worker(stager: _TaskStager) -> None:
     _worker_stager = stager
 
 
-def _render_chunk(specs: list[TaskSpec]) -> list[_Staged]:
+def _render_chunk(rows: list[Mapping[str, Any]]) -> list[_Done]:
     assert _worker_stager is not None, "not a render worker"
-    return [_worker_stager(spec) for spec in specs]
+    return [_worker_stager(row) for row in rows]
+
+
+def _read_chunk(
+    rows: Iterator[Mapping[str, Any]], size: int
+) -> tuple[list[Mapping[str, Any]], PackagerError | None]:
+    """Up to `size` rows, and the error that stopped the reading (a bad id), if one did."""
+    chunk: list[Mapping[str, Any]] = []
+    try:
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) == size:
+                break
+    except PackagerError as exc:
+        return chunk, exc
+    return chunk, None
 
 
 def _stage_in_order(
-    specs: Iterator[TaskSpec], stage: _TaskStager, workers: int
-) -> Iterator[tuple[TaskSpec, _Staged]]:
-    """Stage every spec, in order: the first RENDER_INLINE_ROWS here, the rest in `workers`
-    forked processes. A render is CPU (templates, hashes) and kernel time (file creation, about
-    30 files per task); separate processes run both on every core at once (threads would
-    serialize on the GIL), and a bounded window of chunks keeps memory flat.
+    rows: Iterator[Mapping[str, Any]], stage: _TaskStager, workers: int
+) -> Iterator[_Done]:
+    """Adapt, resolve and stage every row, in order: the first RENDER_INLINE_ROWS here, the
+    rest in `workers` forked processes. A render is CPU (adapters, templates, hashes) and
+    kernel time (file creation, about 30 files per task); separate processes run both on
+    every core at once (threads would serialize on the GIL), and a bounded window of chunks
+    keeps memory flat. This process only reads rows and checks their ids. Errors come in row
+    order: a bad id found while reading ahead waits for the rows before it.
     """
     import itertools
     import multiprocessing
     import sys
     from collections import deque
 
-    for spec in itertools.islice(specs, RENDER_INLINE_ROWS):
-        yield spec, stage(spec)
-    first = next(specs, None)
+    for row in itertools.islice(rows, RENDER_INLINE_ROWS):
+        yield stage(row)
+    first = next(rows, None)
     if first is None:
         return
-    rest = itertools.chain([first], specs)
+    rest = itertools.chain([first], rows)
     if workers < 2 or sys.platform != "linux":  # fork is the cheap, safe start method there
-        for spec in rest:
-            yield spec, stage(spec)
+        for row in rest:
+            yield stage(row)
         return
     stage.staging.folder()  # made before the fork: every worker stages into the same one
     context = multiprocessing.get_context("fork")
     with context.Pool(workers, initializer=_init_render_worker, initargs=(stage,)) as pool:
-        pending: deque[tuple[list[TaskSpec], AsyncResult[list[_Staged]]]] = deque()
-        while chunk := list(itertools.islice(rest, RENDER_CHUNK)):
-            pending.append((chunk, pool.apply_async(_render_chunk, (chunk,))))
+        pending: deque[AsyncResult[list[_Done]]] = deque()
+        while True:
+            chunk, failure = _read_chunk(rest, RENDER_CHUNK)
+            if chunk:
+                pending.append(pool.apply_async(_render_chunk, (chunk,)))
+            if failure is not None or not chunk:
+                while pending:  # the rows before: their results, or an earlier error
+                    yield from pending.popleft().get()
+                if failure is not None:
+                    raise failure
+                return
             while len(pending) > 2 * workers:
-                done, result = pending.popleft()
-                yield from zip(done, result.get(), strict=True)
-        while pending:
-            done, result = pending.popleft()
-            yield from zip(done, result.get(), strict=True)
+                yield from pending.popleft().get()
 
 
 def render_selection(
@@ -489,22 +549,25 @@ def render_selection(
     from packager.engines.harbor import write_harbor_dataset
     from packager.write import Staging
 
-    sources = sel.merged_repo_sources
     written: list[TaskSpec] = []
     paths = OutputPaths(out, sel.dataset.name)
     staged: list[tuple[str, str]] = []
     digests: dict[Path, str] = {}
     names: dict[Path, str] = {}
-    resolved = (resolve_spec(spec, sources, sel.mirror_dirs) for spec in iter_specs(sel))
+    scan = _RowScan(sel)
     with Staging(paths.base) as staging:
-        stage = _TaskStager(paths, staging)
-        for spec, done in _stage_in_order(resolved, stage, workers or os.cpu_count() or 1):
+        stage = _TaskStager(paths, staging, sel, sel.context(), keep_specs)
+        for spec, done in _stage_in_order(scan.rows(), stage, workers or os.cpu_count() or 1):
+            if done is None:
+                continue  # left out by --repo / --language
+            scan.matched += 1
             task_dir = paths.task_dir(done.slug)
             digests[task_dir] = done.digest
             names[task_dir] = done.name
             staged.append((done.task_id, done.slug))
-            if keep_specs:
+            if spec is not None:
                 written.append(spec)
+        scan.finish()
         for task_id, slug in staged:
             staging.place(paths.task_dir(slug))
             staging.place(paths.source_dir(slug))

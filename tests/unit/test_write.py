@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -9,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from packager.errors import PackagerError
 from packager.render import FileTree, OutFile
+from packager.sources import SAMPLES_DIR
 from packager.write import Staging, write_tree
 
 TREE: FileTree = {
@@ -145,3 +148,106 @@ def test_a_failing_render_worker_leaves_no_trace(
     with pytest.raises(ValueError, match="todo-web"):
         _render(tmp_path / "out", workers=2)
     assert not (tmp_path / "out").exists()
+
+
+def _sample_rows() -> list[dict[str, object]]:
+    return [json.loads(line) for line in (SAMPLES_DIR / "rows.jsonl").read_text().splitlines()]
+
+
+def _dataset(folder: Path, rows: list[dict[str, object]]) -> Path:
+    """`rows` as a dataset file beside the samples' repositories and recipes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "repos").symlink_to(SAMPLES_DIR / "repos")
+    (folder / "recipes.yaml").symlink_to(SAMPLES_DIR / "recipes.yaml")
+    data = folder / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def test_a_bad_row_in_a_render_worker_is_reported_whole_and_in_row_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import packager.pipeline as pipeline
+    from packager.errors import RowError
+    from packager.pipeline import Selection, render_selection
+    from packager.sources import open_dataset
+
+    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
+    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
+    rows = _sample_rows()
+    bad = dict(rows[2], patch="not a diff")  # adapted in a worker
+    # A duplicate id after it, found while this process reads ahead: the earlier row's error
+    # is the one reported (as a render in one process reports it).
+    data = _dataset(tmp_path / "ds", [rows[0], rows[1], bad, rows[3], rows[4], rows[0]])
+    sel = Selection(dataset=open_dataset(str(data)), all_tasks=True)
+    for workers in (2, 1):
+        with pytest.raises(RowError) as caught:
+            render_selection(sel, tmp_path / f"out{workers}", workers=workers)
+        assert (caught.value.task, caught.value.field) == (bad["instance_id"], "patch")
+        assert caught.value.exit_code == 2
+        assert not (tmp_path / f"out{workers}").exists()
+
+
+def test_render_workers_apply_the_repository_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import packager.pipeline as pipeline
+    from packager.pipeline import Selection, render_selection
+    from packager.sources import open_dataset
+
+    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
+    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
+    rows = _sample_rows()
+    data = _dataset(tmp_path / "ds", rows)
+    wanted = str(rows[2]["repo"])  # a row rendered in a worker
+    sel = Selection(dataset=open_dataset(str(data)), all_tasks=True, repo_globs=(wanted,))
+    pooled = [s.task_id for s in render_selection(sel, tmp_path / "pool", workers=2)]
+    inline = [s.task_id for s in render_selection(sel, tmp_path / "inline", workers=1)]
+    assert pooled == inline == [rows[2]["instance_id"]]
+    with pytest.raises(PackagerError, match="no row of"):
+        render_selection(
+            Selection(dataset=open_dataset(str(data)), all_tasks=True, repo_globs=("nope/*",)),
+            tmp_path / "none",
+            workers=2,
+        )
+
+
+def test_a_large_file_every_task_carries_is_written_once_and_linked(tmp_path: Path) -> None:
+    from packager import write
+
+    big = os.urandom(write.SHARE_MIN_BYTES)
+    tree: FileTree = {
+        "tests/grading.pyz": OutFile(big),
+        "run.sh": OutFile(big, 0o755),  # same bytes, other mode: a file of its own
+        "small.txt": OutFile(b"x" * 100),
+    }
+    with Staging(tmp_path) as staging:
+        for name in ("a", "b", "c"):
+            staging.write(tmp_path / "tasks" / name, tree)
+        staging.place(tmp_path / "tasks" / "a")
+        staging.write(tmp_path / "tasks" / "d", tree)  # a's copy has moved: written again
+        for name in ("b", "c", "d"):
+            staging.place(tmp_path / "tasks" / name)
+    found = {
+        name: {p: os.stat(tmp_path / "tasks" / name / p) for p in tree}
+        for name in ("a", "b", "c", "d")
+    }
+    assert found["a"]["tests/grading.pyz"].st_ino == found["c"]["tests/grading.pyz"].st_ino
+    assert found["a"]["run.sh"].st_ino == found["b"]["run.sh"].st_ino
+    assert found["a"]["run.sh"].st_ino != found["a"]["tests/grading.pyz"].st_ino
+    assert found["a"]["small.txt"].st_nlink == 1
+    for name, stats in found.items():
+        for path, item in tree.items():
+            assert (tmp_path / "tasks" / name / path).read_bytes() == item.data, (name, path)
+            assert stat.S_IMODE(stats[path].st_mode) == item.mode, (name, path)
+    assert found["d"]["tests/grading.pyz"].st_nlink == 1
+
+
+def test_rendered_tasks_share_the_grading_runtime(tmp_path: Path) -> None:
+    from packager.pipeline import Selection, render_selection
+    from packager.sources import open_dataset
+
+    render_selection(Selection(dataset=open_dataset(None), all_tasks=True), tmp_path, workers=1)
+    copies = sorted(tmp_path.glob("samples/*/*/**/grading.pyz"))
+    assert len(copies) == 10  # two per task: the Harbor task's tests/ and the HUD grader/
+    assert len({os.stat(p).st_ino for p in copies}) == 1
