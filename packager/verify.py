@@ -1,16 +1,22 @@
 """Verification engines. `local` reproduces Harbor's separate-verifier protocol with the Docker
 SDK: agent container (oracle: solution/solve.sh; nop: nothing) → collect model.patch → fresh
 grader container → /tests/test.sh → reward.json. Containers are always removed.
+
+Starting a container is the largest fixed cost of a run (about 0.15 s here), so the grader
+container is created and started while the agent phase runs, behind a gate: it waits, doing
+nothing, until the collected patch is put into it, then runs /tests/test.sh as its main
+process, exactly as a grader started afterwards would. It never sees the agent container.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +34,19 @@ from packager.errors import RunError
 from packager.model import RunResult, Status, TaskResult
 
 AGENT_TIMEOUT_DEFAULT = 1800
+
+PATCH_MEMBER = "logs/artifacts/model.patch"
+"""Where the grader reads the collected patch (Harbor's agent artifact path)."""
+GATE_MEMBER = "logs/grade-now"
+"""Put into an early-started grader after the patch (the same tar, later in it): the gate opens."""
+GATE_SCRIPT = (
+    # A FIFO held open for reading and writing makes `read -t` a sleep without a process.
+    'g=/tmp/.packager-gate; if mkfifo "$g" 2>/dev/null && exec 3<>"$g"; then rm -f "$g"; '
+    f"else g=; fi; while [ ! -e /{GATE_MEMBER} ]; do "
+    'if [ -n "$g" ]; then read -r -t 0.02 -u 3 _; else sleep 0.05; fi; done; '
+    f"rm -f /{GATE_MEMBER}; exec 3>&-; exec bash /tests/test.sh"
+)
+assert sorted([PATCH_MEMBER, GATE_MEMBER]) == [PATCH_MEMBER, GATE_MEMBER]  # make_tar sorts
 
 
 @dataclass(frozen=True)
@@ -98,7 +117,11 @@ def _container(
     memory_mb: int | None = None,
     env: Mapping[str, str] | None = None,
     cpus: float | None = None,
+    removals: list[threading.Thread] | None = None,
 ) -> Iterator[Any]:
+    """A created container, removed (forced) on leaving: here, or in a thread appended to
+    `removals` when given (the caller joins it; the run goes on meanwhile).
+    """
     check_cancelled()
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
     kwargs: dict[str, Any] = (
@@ -124,10 +147,19 @@ def _container(
     try:
         yield container
     finally:
-        try:
-            container.remove(force=True)
-        except Exception:  # noqa: BLE001 - already gone, or the daemon is gone: nothing to undo
-            pass
+        if removals is None:
+            _remove_container(container)
+        else:
+            removal = threading.Thread(target=_remove_container, args=(container,), daemon=True)
+            removal.start()
+            removals.append(removal)
+
+
+def _remove_container(container: Any) -> None:
+    try:
+        container.remove(force=True)
+    except Exception:  # noqa: BLE001 - already gone, or the daemon is gone: nothing to undo
+        pass
 
 
 def _engine_cpus(client: DockerClient) -> float:
@@ -164,8 +196,16 @@ def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Pat
     return agent_phase(client, plan, kind, log_dir).patch
 
 
-def agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -> AgentOutcome:
-    """Run the agent phase (oracle or nop); the collected model.patch and solve.sh's exit."""
+def agent_phase(
+    client: DockerClient,
+    plan: RunPlan,
+    kind: str,
+    log_dir: Path,
+    removals: list[threading.Thread] | None = None,
+) -> AgentOutcome:
+    """Run the agent phase (oracle or nop); the collected model.patch and solve.sh's exit.
+    With `removals`, the agent container is removed in a thread added there.
+    """
     solve_exit: int | None = None
     solve_log: Path | None = None
     with _container(
@@ -178,6 +218,7 @@ def agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -
         plan.network,
         plan.memory_mb,
         cpus=plan.cpus,
+        removals=removals,
     ) as box:
         box.start()
         if kind == "oracle":
@@ -200,25 +241,79 @@ def agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -
         return AgentOutcome(data or b"", solve_exit, solve_log)
 
 
-def run_grader_phase(
-    client: DockerClient, plan: RunPlan, kind: str, patch: bytes, log_dir: Path
-) -> dict[str, Any]:
-    """Grade `patch` in a fresh grader container; return report.json (reward always present)."""
-    (log_dir / "model.patch").write_bytes(patch)
-    with _container(
+def _grader_container(client: DockerClient, plan: RunPlan, kind: str, command: list[str]) -> Any:
+    return _container(
         client,
         plan.grader_image,
         plan.task,
         f"grader-{kind}",
-        ["bash", "/tests/test.sh"],
+        command,
         plan.workdir,
         plan.grader_network,
         plan.memory_mb,
         dict(plan.grader_env),
         cpus=plan.cpus,
+    )
+
+
+class EarlyGrader:
+    """A fresh grader container created and started behind the gate (GATE_SCRIPT) in a
+    thread, while the agent phase runs; `close` removes it whatever happened.
+    """
+
+    def __init__(self, client: DockerClient, plan: RunPlan, kind: str) -> None:
+        self._stack = ExitStack()
+        self._box: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._start, args=(client, plan, kind), name=f"grader-{kind}", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, client: DockerClient, plan: RunPlan, kind: str) -> None:
+        try:
+            box = self._stack.enter_context(
+                _grader_container(client, plan, kind, ["bash", "-c", GATE_SCRIPT])
+            )
+            box.start()
+            self._box = box
+        except BaseException as exc:  # noqa: BLE001 - raised again where the grader is needed
+            self._error = exc
+
+    def container(self) -> Any:
+        """The started container (the error that kept it from starting is raised here)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._box
+
+    def close(self) -> None:
+        self._thread.join()
+        self._stack.close()
+
+
+def run_grader_phase(
+    client: DockerClient,
+    plan: RunPlan,
+    kind: str,
+    patch: bytes,
+    log_dir: Path,
+    early: EarlyGrader | None = None,
+) -> dict[str, Any]:
+    """Grade `patch` in a fresh grader container (`early`'s, started behind its gate, when
+    given); return report.json (reward always present).
+    """
+    (log_dir / "model.patch").write_bytes(patch)
+    with (
+        nullcontext(early.container())
+        if early is not None
+        else _grader_container(client, plan, kind, ["bash", "/tests/test.sh"])
     ) as box:
-        box.put_archive("/", make_tar({"logs/artifacts/model.patch": patch}))
-        box.start()
+        if early is not None:
+            box.put_archive("/", make_tar({PATCH_MEMBER: patch, GATE_MEMBER: b""}))
+        else:
+            box.put_archive("/", make_tar({PATCH_MEMBER: patch}))
+            box.start()
         deadline = plan.grade_timeout_sec + 120
         try:
             status = box.wait(timeout=deadline)
@@ -278,11 +373,13 @@ def run_once(
     shutil.rmtree(log_dir / "judge", ignore_errors=True)
     started = time.monotonic()
     agent: AgentOutcome | None = None
+    early = EarlyGrader(client, plan, kind) if patch is None else None
+    removals: list[threading.Thread] = []  # the agent container's, while the grader runs
     try:
         if patch is None:
-            agent = agent_phase(client, plan, kind, log_dir)
+            agent = agent_phase(client, plan, kind, log_dir, removals)
             patch = agent.patch
-        report = run_grader_phase(client, plan, kind, patch, log_dir)
+        report = run_grader_phase(client, plan, kind, patch, log_dir, early)
     except RunError as exc:
         _write_zero_reward(log_dir, exc.reason)
         return RunResult(
@@ -293,6 +390,11 @@ def run_once(
             duration_sec=round(time.monotonic() - started, 3),
             log_dir=str(log_dir),
         )
+    finally:
+        if early is not None:
+            early.close()
+        for removal in removals:
+            removal.join()
     rewards = report["reward_json"]
     subscores = {k: float(v) for k, v in rewards.items() if k != "reward"}
     apply_log: str | None = None
