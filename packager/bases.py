@@ -14,7 +14,6 @@ apt on this host uses (its sources files).
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from packager.adapters.assumptions import DEBIAN_PYTHON_SUITES
 from packager.errors import BuildError
-from packager.paths import cache_root
+from packager.locks import machine_lock
 
 if TYPE_CHECKING:
     from packager.build import DockerClient
@@ -232,26 +231,11 @@ def _present(client: DockerClient, image: str) -> bool:
     return True
 
 
-_THREAD_LOCKS: dict[str, threading.Lock] = {}
-_THREAD_LOCKS_GUARD = threading.Lock()
-
-
 @contextmanager
 def _seed_lock(name: str) -> Iterator[None]:
-    """Held by one thread of one process at a time, per `name` (a thread lock, then an fcntl
-    lock on a file under the machine cache).
-    """
-    with _THREAD_LOCKS_GUARD:
-        thread_lock = _THREAD_LOCKS.setdefault(name, threading.Lock())
-    locks = cache_root() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    path = locks / f"base-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.lock"
-    with thread_lock, path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """Held by one thread of one process at a time, per base image `name`."""
+    with machine_lock(f"base-{name}"):
+        yield
 
 
 def _run(command: list[str], log: TextIO, timeout: float) -> int:

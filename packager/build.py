@@ -238,9 +238,11 @@ def build_image(
     buildargs: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
     force: bool = False,
+    context_tar: bytes | None = None,
 ) -> BuildOutcome:
     """Build `context` into `tag` unless it exists (or `force`); raise BuildError with the log
-    on failure. `labels` are added to the tool's own.
+    on failure. `labels` are added to the tool's own. `context_tar`, when given, is sent as
+    the build context instead of the folder `context`.
     """
     if not force and image_exists(client, tag):
         return BuildOutcome(tag, False, 0.0, None)
@@ -253,8 +255,13 @@ def build_image(
     def stream() -> None:
         try:
             with log_path.open("w", encoding="utf-8") as log:
+                source: dict[str, Any] = (
+                    {"path": str(context)}
+                    if context_tar is None
+                    else {"fileobj": io.BytesIO(context_tar), "custom_context": True}
+                )
                 for chunk in client.api.build(
-                    path=str(context),
+                    **source,
                     tag=tag,
                     labels={**labels_for(task, role, container=False), **(labels or {})},
                     rm=True,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import posixpath
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from packager.adapters import Context, Prebuilt, Prompt, row_id, to_spec
 from packager.errors import PackagerError, RepoSourceError, RowError, UnknownTasksError
+from packager.locks import machine_lock
 from packager.model import Environment, Grading, TaskSpec
 from packager.paths import OutputPaths
 from packager.recipes import Recipes
@@ -626,6 +629,118 @@ def _flat_base(
         raise BuildError(label, published, f"cannot flatten it: {exc}", flatten_log) from exc
 
 
+ENVIRONMENT_REPOSITORY = "packager/environment"
+"""Tags of environment images: an agent Dockerfile's steps before the snapshot, built alone
+once per machine (`ensure_environment`); the agent builds then take those layers from cache."""
+
+
+def _environment_dockerfile(dockerfile: str, snapshot_file: str) -> str | None:
+    """The Dockerfile's instructions before the one that adds the snapshot, without comments
+    (a task's own header comment would make every environment differ; the engine's build
+    cache ignores comments too) but with parser directives (None: no snapshot line).
+    """
+    head: list[str] = []
+    preamble = True
+    for line in dockerfile.splitlines():
+        comment = line.lstrip().startswith("#")
+        if comment and preamble and re.match(r"#\s*(syntax|escape|check)\s*=", line.lstrip()):
+            head.append(line)
+            continue
+        preamble = False
+        if comment or not line.strip():
+            continue
+        if snapshot_file in line:
+            return "\n".join(head) + "\n"
+        head.append(line)
+    return None
+
+
+def _environment_files(context: Path, snapshot_file: str, head: str) -> dict[str, bytes]:
+    """The context's files the environment steps (`head`) copy: those their COPY and ADD
+    lines name, or every file but the snapshot when one names a pattern or a folder of
+    files (the Harbor compose file, which names the task, is in no environment otherwise).
+    """
+    import shlex
+
+    everything = {
+        p.relative_to(context).as_posix(): p
+        for p in sorted(context.rglob("*"))
+        if p.is_file() and p.relative_to(context).as_posix() not in (snapshot_file, "Dockerfile")
+    }
+    named: set[str] = set()
+    for line in head.splitlines():
+        words = line.split(None, 1)
+        if len(words) < 2 or words[0].upper() not in ("COPY", "ADD"):
+            continue
+        try:
+            args = [a for a in shlex.split(words[1]) if not a.startswith("--")]
+        except ValueError:
+            args = ["*"]
+        for source in args[:-1]:
+            source = posixpath.normpath(source.strip("/")) if source.strip("/") else "."
+            if any(c in source for c in "*?[") or source == "." or source not in everything:
+                named = set(everything)  # a pattern, the whole context, a folder: all of it
+                break
+            named.add(source)
+    return {rel: path.read_bytes() for rel, path in everything.items() if rel in named}
+
+
+def environment_key(
+    dockerfile: str, files: Mapping[str, bytes], buildargs: Mapping[str, str], bases: str
+) -> str:
+    """What environment layers are made of: the steps before the snapshot, the context files
+    they may copy, the build arguments and the base images' ids.
+    """
+    import hashlib
+
+    digest = hashlib.sha256(dockerfile.encode())
+    for rel, data in sorted(files.items()):
+        digest.update(f"\0{rel}\0{len(data)}\0".encode() + data)
+    for key, value in sorted(buildargs.items()):
+        digest.update(f"\0{key}={value}".encode())
+    digest.update(f"\0{bases}".encode())
+    return digest.hexdigest()[:24]
+
+
+def ensure_environment(
+    client: DockerClient,
+    context: Path,
+    snapshot_file: str,
+    buildargs: Mapping[str, str],
+    bases: str,
+    *,
+    task: str,
+    log_path: Path,
+    timeout_sec: float,
+) -> build_module.BuildOutcome | None:
+    """Build the agent Dockerfile's steps before the snapshot on their own, once per machine
+    (their tag says they exist): two workers or runs whose tasks share a cold environment
+    build it once, the second waiting for the first. None when the Dockerfile adds no
+    snapshot; else the environment image's build (`built` False when it was there).
+    """
+    from packager import build
+
+    head = _environment_dockerfile((context / "Dockerfile").read_text(), snapshot_file)
+    if head is None:
+        return None
+    files = _environment_files(context, snapshot_file, head)
+    tag = f"{ENVIRONMENT_REPOSITORY}:{environment_key(head, files, buildargs, bases)}"
+    if build.image_exists(client, tag):
+        return build.BuildOutcome(tag, False, 0.0, None)
+    with machine_lock(f"env-{tag.rsplit(':', 1)[1]}", build.check_cancelled):
+        return build.build_image(  # returns at once when the holder before us built it
+            client,
+            task=task,
+            role="environment",
+            context=context,
+            tag=tag,
+            log_path=log_path,
+            timeout_sec=timeout_sec,
+            buildargs=dict(buildargs),
+            context_tar=build.make_tar({**files, "Dockerfile": head.encode()}),
+        )
+
+
 def build_task(
     client: DockerClient,
     spec: TaskSpec,
@@ -742,6 +857,18 @@ def build_task(
             (ca_ctx / "Dockerfile").write_text(build.with_base_override(dockerfile_text))
             context = ca_ctx
         try:
+            # The environment first, once per machine: the agent build then takes its layers
+            # from the engine's cache and only adds the snapshot and what follows it.
+            environment = ensure_environment(
+                client,
+                context,
+                SNAPSHOT_FILE,
+                buildargs,
+                bases,
+                task=label,
+                log_path=logs / "build-environment.log",
+                timeout_sec=opts.timeout_sec,
+            )
             agent = build.build_image(
                 client,
                 task=label,
@@ -757,6 +884,9 @@ def build_task(
         finally:
             if context != task_dir / "environment":
                 shutil.rmtree(context, ignore_errors=True)
+        if environment is not None and environment.built:
+            outcome["environment_build_sec"] = round(environment.duration_sec, 3)
+            outcome["environment_log"] = str(environment.log_path)
         outcome["agent_built"] = agent.built
         outcome["agent_build_sec"] = round(agent.duration_sec, 3)
         outcome["agent_log"] = str(agent.log_path)
@@ -936,8 +1066,9 @@ def build_stage(
     except Exception:  # noqa: BLE001 - a fake or failing engine: ids are only a cache key
         image_ids = {}
     durations = {"build": round(time.monotonic() - started, 3)}
-    flatten = ("flatten_sec",) if "flatten_sec" in built else ()  # a published image only
-    for key in ("agent_build_sec", "grader_build_sec", *flatten):  # 0 when it was there
+    # A published image's flattening, an environment this task built (not found built).
+    extra = tuple(k for k in ("flatten_sec", "environment_build_sec") if k in built)
+    for key in ("agent_build_sec", "grader_build_sec", *extra):  # 0 when it was there
         seconds = built.get(key)
         durations[key.removesuffix("_sec")] = (
             float(seconds) if isinstance(seconds, int | float) else 0.0

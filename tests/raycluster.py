@@ -42,6 +42,8 @@ class Cluster:
         self.address = f"127.0.0.1:{self.port}"
         self.tmp = tmp
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.node_ids: dict[int, str] = {}
+        """Worker process id → the Ray node id it registered as."""
 
     def start_head(self) -> None:
         started = ray_command(
@@ -52,7 +54,11 @@ class Cluster:
         assert started.returncode == 0, started.stdout + started.stderr
 
     def add_worker(self) -> subprocess.Popen[bytes]:
-        """A second node: `ray start --block` in a session of its own (killed as a group)."""
+        """Another node: `ray start --block` in a session of its own (killed as a group).
+        Returns once the cluster lists it: a node id it did not list before (a node killed
+        moments ago is still listed alive until its heartbeats time out).
+        """
+        before = set(self.live_worker_ids())
         with (self.tmp / f"worker-{len(self.workers)}.log").open("wb") as log:
             proc = subprocess.Popen(
                 [
@@ -72,13 +78,34 @@ class Cluster:
             )
         self.workers.append(proc)
         deadline = time.monotonic() + 90
-        while self.worker_node_id() is None:
+        while not (new := set(self.live_worker_ids()) - before):
             assert proc.poll() is None, (
                 self.tmp / f"worker-{len(self.workers) - 1}.log"
             ).read_text()
             assert time.monotonic() < deadline, "the worker node did not join within 90 s"
             time.sleep(1)
+        self.node_ids[proc.pid] = new.pop()
         return proc
+
+    def live_worker_ids(self) -> list[str]:
+        """Worker nodes the cluster lists as alive."""
+        return [str(n["id"]) for n in self.nodes() if n["alive"] and WORKER_MARK in n["res"]]
+
+    def running_workers(self) -> list[subprocess.Popen[bytes]]:
+        return [proc for proc in self.workers if proc.poll() is None]
+
+    def settle(self, timeout: float = 180) -> None:
+        """Wait until the cluster lists as alive exactly the worker nodes whose processes run
+        (a killed node is listed until its heartbeats time out).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            running = {self.node_ids[p.pid] for p in self.running_workers()}
+            listed = set(self.live_worker_ids())
+            if listed == running:
+                return
+            assert time.monotonic() < deadline, f"cluster lists {listed}, running {running}"
+            time.sleep(1)
 
     def nodes(self) -> list[dict[str, Any]]:
         probe = (
@@ -86,20 +113,27 @@ class Cluster:
             "log_to_driver=False); print(json.dumps([{'id': n['NodeID'], 'alive': n['Alive'], "
             "'res': n['Resources']} for n in ray.nodes()]))"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", probe],
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        nodes: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])
-        return nodes
+        for _ in range(3):
+            out = subprocess.run(
+                [sys.executable, "-c", probe],
+                env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            )
+            # Ray may print its own lines around the answer (a node just lost, say).
+            for line in reversed(out.stdout.splitlines()):
+                if line.startswith("[{") or line == "[]":
+                    nodes: list[dict[str, Any]] = json.loads(line)
+                    return nodes
+            time.sleep(1)
+        raise AssertionError(f"no node list from the cluster: {out.stdout}{out.stderr}")
 
     def worker_node_id(self) -> str | None:
-        live = [n for n in self.nodes() if n["alive"] and WORKER_MARK in n["res"]]
-        return str(live[-1]["id"]) if live else None
+        """The node id of the newest worker process still running (None: none runs)."""
+        running = self.running_workers()
+        return self.node_ids[running[-1].pid] if running else None
 
     @staticmethod
     def jobs_on(proc: subprocess.Popen[bytes]) -> set[str]:

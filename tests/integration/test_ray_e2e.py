@@ -174,8 +174,8 @@ def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
     data = generate(tmp_path / "ds", n)
     out = tmp_path / "out"
     worker = cluster.workers[-1] if cluster.workers[-1].poll() is None else cluster.add_worker()
-    worker_id = cluster.worker_node_id()
-    assert worker_id is not None
+    worker_id = cluster.node_ids[worker.pid]
+    cluster.settle()
     command = [
         sys.executable, "-m", "packager", "package", "--all", "--dataset", str(data),
         "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
@@ -230,8 +230,9 @@ def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
 def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
     cluster: Cluster, registry: str, tmp_path: Path, docker_client: Any
 ) -> None:
-    if cluster.worker_node_id() is None:
+    if not cluster.running_workers():
         cluster.add_worker()  # the previous test killed it
+    cluster.settle()  # the killed node no longer listed: the driver sees the head and one worker
     data = generate(tmp_path / "ds", 4)
     out = tmp_path / "out"
     command = [

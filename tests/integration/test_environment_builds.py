@@ -1,0 +1,67 @@
+"""Two tasks sharing a cold environment, built at once (`packager build -j 2`), on the real
+engine: the environment (the agent Dockerfile's steps before the snapshot) is built once, by
+one of them; both agent builds take every one of those steps from the engine's cache.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager.pipeline import ENVIRONMENT_REPOSITORY
+from packager.samples.generate import generate
+from tests.conftest import run_cli
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def _steps(log: str) -> list[tuple[str, str]]:
+    """(instruction, what the builder did) per step of a classic-builder log."""
+    parts = re.split(r"^Step \d+/\d+ : ", log, flags=re.M)[1:]
+    return [(part.splitlines()[0], part) for part in parts]
+
+
+def test_a_shared_cold_environment_is_built_once(tmp_path: Path, docker_client: Any) -> None:
+    data = generate(tmp_path / "ds", 2)
+    recipes = tmp_path / "ds" / "recipes.yaml"
+    run = uuid.uuid4().hex
+    recipes.write_text(recipes.read_text() + f"  env_vars:\n    ENVTEST_RUN: {run}\n")
+    out = tmp_path / "out"
+    built = run_cli("build", "--all", "--dataset", str(data), "--out", str(out), "-j", "2")
+    assert built.returncode == 0, built.stdout + built.stderr
+
+    results = {
+        p.stem: json.loads(p.read_text())
+        for p in sorted((out / "rows" / "results").glob("*.json"))
+        if p.name.count(".") == 1
+    }
+    assert sorted(results) == ["gen__calc-0", "gen__calc-1"]
+    builders = [t for t, r in results.items() if r["durations"].get("environment_build")]
+    assert len(builders) == 1, {t: r["durations"] for t, r in results.items()}
+    env_logs = sorted(out.glob("rows/logs/*/build-environment.log"))
+    assert [p.parent.name for p in env_logs] == builders
+    env_steps = _steps(env_logs[0].read_text())
+    assert any(f"ENVTEST_RUN={run}" in s or f'ENVTEST_RUN="{run}"' in s for s, _ in env_steps)
+    # Cold from the unique variable on: its later steps ran in the environment build.
+    after = [done for s, done in env_steps[[run in s for s, _ in env_steps].index(True) :]]
+    assert any("Running in" in done for done in after[1:]), after
+
+    for task in results:
+        steps = _steps((out / "rows" / "logs" / task / "build-agent.log").read_text())
+        cut = next(i for i, (s, _) in enumerate(steps) if s.startswith("ADD repo.tar"))
+        for instruction, done in steps[1:cut]:  # FROM says nothing about the cache
+            assert "Using cache" in done and "Running in" not in done, (task, instruction)
+        assert any("Running in" in done for _, done in steps[cut + 1 :]), task  # its own steps
+
+    tags = [
+        t
+        for image in docker_client.images.list(name=ENVIRONMENT_REPOSITORY)
+        for t in image.tags
+        if image.labels.get("packager.role") == "environment"
+    ]
+    assert tags, "no environment image"
