@@ -109,6 +109,17 @@ def test_a_folder_is_staged_once(tmp_path: Path) -> None:
 # ------------------------------------------------------------- render_selection's render workers
 
 
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One row rendered in this process, then chunks of two in the forked workers (so a render
+    of the five samples reaches the workers).
+    """
+    import packager.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
+    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
+
+
 def _render(out: Path, workers: int) -> dict[str, tuple[int, bytes | None]]:
     from packager.pipeline import Selection, render_selection
     from packager.sources import open_dataset
@@ -119,26 +130,15 @@ def _render(out: Path, workers: int) -> dict[str, tuple[int, bytes | None]]:
     return _listing(out)
 
 
-def test_render_workers_write_what_one_process_writes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import packager.pipeline as pipeline
-
-    # One row here, then chunks of two in two forked workers (a render of the samples).
-    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
-    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
+def test_render_workers_write_what_one_process_writes(tmp_path: Path, small_chunks: None) -> None:
     assert _render(tmp_path / "pool", workers=2) == _render(tmp_path / "inline", workers=1)
     assert not [p for p in (tmp_path / "pool" / "samples").iterdir() if p.name.startswith(".")]
 
 
 def test_a_failing_render_worker_leaves_no_trace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_chunks: None
 ) -> None:
-    import packager.pipeline as pipeline
     from packager.targets import hud
-
-    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
-    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
 
     def refuse(image: str) -> None:
         if "todo-web" in image:  # the last sample row: rendered in a worker
@@ -165,15 +165,12 @@ def _dataset(folder: Path, rows: list[dict[str, object]]) -> Path:
 
 
 def test_a_bad_row_in_a_render_worker_is_reported_whole_and_in_row_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_chunks: None
 ) -> None:
-    import packager.pipeline as pipeline
     from packager.errors import RowError
     from packager.pipeline import Selection, render_selection
     from packager.sources import open_dataset
 
-    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
-    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
     rows = _sample_rows()
     bad = dict(rows[2], patch="not a diff")  # adapted in a worker
     # A duplicate id after it, found while this process reads ahead: the earlier row's error
@@ -188,15 +185,10 @@ def test_a_bad_row_in_a_render_worker_is_reported_whole_and_in_row_order(
         assert not (tmp_path / f"out{workers}").exists()
 
 
-def test_render_workers_apply_the_repository_filter(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import packager.pipeline as pipeline
+def test_render_workers_apply_the_repository_filter(tmp_path: Path, small_chunks: None) -> None:
     from packager.pipeline import Selection, render_selection
     from packager.sources import open_dataset
 
-    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
-    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
     rows = _sample_rows()
     data = _dataset(tmp_path / "ds", rows)
     wanted = str(rows[2]["repo"])  # a row rendered in a worker
