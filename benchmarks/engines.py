@@ -1,6 +1,6 @@
 """Local engine vs Harbor: wall time of one oracle run of each gradeable sample task.
 
-One local-engine run (`packager.verify.run_once`: agent container, collect, fresh grader
+One local-engine run (`packager.engines.containers.run_once`: agent container, collect, fresh grader
 container) and one `harbor run -p TASK -a oracle` trial (prebuilt images, compose, separate
 verifier), measured alternately (local, harbor, local, harbor, ...) for ROUNDS rounds in one
 run, because machines are noisy. Prints the medians and their ratio. Needs Docker and the pinned
@@ -19,14 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from packager.build import connect  # noqa: E402
+from packager.datasets.sources import open_dataset  # noqa: E402
+from packager.engines.containers import run_once  # noqa: E402
 from packager.engines.harbor import read_trials, run_jobs, task_job  # noqa: E402
 from packager.engines.local import make_run_plan  # noqa: E402
-from packager.paths import OutputPaths  # noqa: E402
-from packager.pipeline import Selection, iter_specs  # noqa: E402
-from packager.sources import open_dataset  # noqa: E402
-from packager.targets.harbor import make_harbor_task  # noqa: E402
-from packager.verify import run_once  # noqa: E402
+from packager.images.build import connect  # noqa: E402
+from packager.render.harbor import make_harbor_task  # noqa: E402
+from packager.run.pipeline import Selection, iter_specs  # noqa: E402
+from packager.run.store import OutputPaths  # noqa: E402
 
 TASKS = ["samples__textkit-1", "samples__intset-2", "samples__kvstore-3", "samples__inventory-4"]
 ROUNDS = 3

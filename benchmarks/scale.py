@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from packager.build import connect  # noqa: E402
+from packager.images.build import connect  # noqa: E402
 from packager.samples.generate import generate  # noqa: E402
 
 

@@ -18,12 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from packager.build import connect  # noqa: E402
-from packager.paths import OutputPaths  # noqa: E402
-from packager.pipeline import Selection, iter_specs  # noqa: E402
-from packager.sources import open_dataset  # noqa: E402
-from packager.targets.harbor import collect_command, make_harbor_task  # noqa: E402
-from packager.verify import RunPlan, run_once  # noqa: E402
+from packager.datasets.sources import open_dataset  # noqa: E402
+from packager.engines.containers import RunPlan, run_once  # noqa: E402
+from packager.images.build import connect  # noqa: E402
+from packager.render.harbor import collect_command, make_harbor_task  # noqa: E402
+from packager.run.pipeline import Selection, iter_specs  # noqa: E402
+from packager.run.store import OutputPaths  # noqa: E402
 
 TASKS = ["samples__textkit-1", "samples__intset-2", "samples__kvstore-3", "samples__inventory-4"]
 ROUNDS = 5

@@ -36,8 +36,8 @@ def sample_rows() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
-    from packager.build import connect
     from packager.errors import EngineUnavailableError
+    from packager.images.build import connect
 
     try:
         client = connect()

@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from packager.datasets.recipes import Recipes
 from packager.errors import DatasetError, RowError
-from packager.model import Schema, TaskSpec
-from packager.recipes import Recipes
+from packager.models.spec import Schema, TaskSpec
 
 Prebuilt = Literal["auto", "always", "never"]
 Prompt = Literal["scoped", "specified"]

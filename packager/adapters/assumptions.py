@@ -15,7 +15,7 @@ DEBIAN_PYTHON = "3.11"
 
 DEBIAN_PYTHON_SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 """The Python each Debian release ships as its python3: the versions served from Debian's own
-archive (seeded with debootstrap where no registry is reachable, packager.bases)."""
+archive (seeded with debootstrap where no registry is reachable, packager.images.bases)."""
 
 
 def debian_base_image(suite: str) -> str:
@@ -86,7 +86,7 @@ DEFAULT_ENV_YML_PATHS = ("environment.yml",)
 
 CONDA_PACKAGES_FILE = "conda-packages.txt"
 """The requirements file a recipe's conda package list (`packages: "numpy scipy=1.5"`) is
-written to, as pip requirements (packager.conda)."""
+written to, as pip requirements (packager.datasets.conda)."""
 
 NON_TEST_EXTS = (
     ".json",

@@ -21,7 +21,7 @@ from packager.adapters import Context, row_id
 from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get, get_sha, get_str, parse_files
 from packager.errors import RowError
-from packager.model import (
+from packager.models.spec import (
     Criterion,
     Environment,
     Expectations,
@@ -31,7 +31,7 @@ from packager.model import (
     Repo,
     TaskSpec,
 )
-from packager.naming import make_slug
+from packager.render.naming import make_slug
 
 WEIGHT_TOLERANCE = 1e-6
 SNAPSHOT_MARK = "# packager: the repository snapshot replaces the row's clone here"

@@ -20,9 +20,8 @@ from packager.adapters import Context, row_id
 from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get, get_str, parse_files, parse_list
 from packager.errors import RowError
-from packager.gitobj import inline_commit_sha
 from packager.grading import rules
-from packager.model import (
+from packager.models.spec import (
     Environment,
     Expectations,
     Grading,
@@ -31,7 +30,8 @@ from packager.model import (
     Repo,
     TaskSpec,
 )
-from packager.naming import make_slug
+from packager.render.naming import make_slug
+from packager.repos.objects import inline_commit_sha
 
 HIDDEN_DIR = "tests/hidden/"
 

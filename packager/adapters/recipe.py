@@ -2,11 +2,11 @@
 the agent image's Environment, the test command and the runtime's parser. Pure.
 
 Keys and what they do (docs/datasets.md has the full table):
-- `python`: the interpreter; its image is chosen by `packager.pythons.choose_python`
+- `python`: the interpreter; its image is chosen by `packager.images.pythons.choose_python`
   (`--base-image`, the official image, Debian's python3, the nearest Debian one).
 - `packages`: `requirements.txt` (the first of `reqs_path` that exists, read from the
   repository at `environment_setup_commit` by the pipeline, never downloaded),
-  `environment.yml` (likewise, converted to pip requirements: `packager.conda`), or a conda
+  `environment.yml` (likewise, converted to pip requirements: `packager.datasets.conda`), or a conda
   package list (converted the same way).
 - `pip_packages`: installed with pip after `packages`.
 - `pre_install`: shell commands run as root in the repository, after the snapshot (as the
@@ -27,8 +27,8 @@ from typing import Any
 
 from packager.adapters import assumptions as A
 from packager.errors import RowError
-from packager.model import Environment
-from packager.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
+from packager.images.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
+from packager.models.spec import Environment
 
 KNOWN_KEYS = frozenset(
     {
@@ -150,7 +150,7 @@ def _test_side(
     """The harness parser's name, the runtime parser, and the test command with the test
     patch's files appended as the harness derives them.
     """
-    from packager.harness_parsers import default_test_command, runtime_parser
+    from packager.datasets.harness_parsers import default_test_command, runtime_parser
 
     harness_parser = str(config.get("log_parser") or A.DEFAULT_LOG_PARSER)
     try:
@@ -197,7 +197,7 @@ def _packages(
         conda_paths = _string_list(config.get("env_yml_path"), task, f"{field}.env_yml_path")
         conda_paths = conda_paths or A.DEFAULT_ENV_YML_PATHS
     elif packages:
-        from packager.conda import CondaError, from_package_list
+        from packager.datasets.conda import CondaError, from_package_list
 
         if not isinstance(packages, str):
             packages = " ".join(_string_list(packages, task, f"{field}.packages"))

@@ -3,8 +3,8 @@
 The SWE-bench card's rows carry nothing about environments. Where a row's environment comes
 from, most specific first: a `--recipes` entry for the instance, for `owner/name@version`, for
 `owner/name`; the row's own `install_config` (SWE-rebench); the SWE-bench harness's own spec for
-`(repo, version)` (packager.harness_specs). A published harness image (`docker_image`, or the
-harness naming with `--prebuilt always`) replaces the environment, keeping the recipe's test
+`(repo, version)` (packager.datasets.harness_specs). A published harness image (`docker_image`, or
+the harness naming with `--prebuilt always`) replaces the environment, keeping the recipe's test
 side. The full SWE-rebench also carries `requirements` (the environment's `pip freeze`),
 installed as the exact pin set when building from the recipe.
 
@@ -22,14 +22,14 @@ from packager.adapters import Context, row_id
 from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get_sha, get_str, parse_list, parse_mapping
 from packager.adapters.recipe import PythonPolicy, make_recipe
+from packager.datasets.harness_parsers import not_test_ids
+from packager.datasets.harness_specs import harness_recipe
+from packager.datasets.harness_specs import language as harness_language
+from packager.datasets.harness_specs import source as harness_source
+from packager.datasets.recipes import recipe_keys
 from packager.errors import RowError
-from packager.harness_parsers import not_test_ids
-from packager.harness_specs import harness_recipe
-from packager.harness_specs import language as harness_language
-from packager.harness_specs import source as harness_source
-from packager.model import Environment, Grading, Provenance, Repo, Schema, TaskSpec
-from packager.naming import make_slug
-from packager.recipes import recipe_keys
+from packager.models.spec import Environment, Grading, Provenance, Repo, Schema, TaskSpec
+from packager.render.naming import make_slug
 
 _TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands", "nano_cpus")
 

@@ -22,8 +22,8 @@ from packager.adapters import Context, row_id
 from packager.adapters import assumptions as A
 from packager.adapters.common import get_sha, get_str, repo_name
 from packager.errors import RowError
-from packager.model import Environment, Grading, JsonValue, Provenance, Repo, TaskSpec
-from packager.naming import make_slug
+from packager.models.spec import Environment, Grading, JsonValue, Provenance, Repo, TaskSpec
+from packager.render.naming import make_slug
 
 CATEGORIES = ("target", "preservation")
 
@@ -90,7 +90,7 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     port: int | None = None
     found = ctx.recipes.find([task, slug])
     if found is not None:
-        from packager.webapp import start_from_recipe
+        from packager.checks.webapp import start_from_recipe
 
         key, recipe = found
         try:

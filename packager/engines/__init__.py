@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from packager.errors import UnknownEngineError
 
 if TYPE_CHECKING:
-    from packager.build import DockerClient
-    from packager.model import TaskResult, TaskSpec
-    from packager.paths import OutputPaths
+    from packager.images.build import DockerClient
+    from packager.models.spec import TaskResult, TaskSpec
+    from packager.run.store import OutputPaths
 
 ENGINES: dict[str, str] = {
     "local": "packager.engines.local",
@@ -58,8 +58,8 @@ class Engine(Protocol):
         memory_mb: int | None = None,
         judge_env: Mapping[str, str] | None = None,
     ) -> TaskResult:
-        """The task's result (status decided by `packager.verify.make_result`). `durations`
-        and `extra_logs` (build and audit figures) are carried into it; `memory_mb` and
+        """The task's result (status decided by `packager.engines.containers.make_result`).
+        `durations` and `extra_logs` (build and audit figures) are carried into it; `memory_mb` and
         `client` are for engines that start the containers themselves; `judge_env` reaches a
         browser judge's grader.
         """

@@ -7,7 +7,7 @@ Harbor's environment type (`harbor run --env`, `--harbor-env` on the command lin
 
 `harbor run` exits 0 even when every trial errored, so its exit code is never trusted: every
 trial's `result.json` is read instead (`verifier_result.rewards`, `exception_info`), and the
-task status comes from `packager.verify.make_result`, exactly as for the local engine.
+task status comes from `packager.engines.containers.make_result`, exactly as for the local engine.
 
 Harbor 0.25 lives in its own Python 3.12 virtualenv (`make harbor`); this module only runs its
 command (`PACKAGER_HARBOR`, default `.harbor/venv/bin/harbor` under the project root) with
@@ -38,16 +38,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import tomli_w
 
 from packager.engines import DEFAULT_ENVIRONMENT
+from packager.engines.containers import excerpt, judge_record, make_result, run_evidence
 from packager.errors import EngineUnavailableError, InputError, RunError
 from packager.judge.endpoint import judge_grader_env
-from packager.model import RunResult, TaskResult, TaskSpec
-from packager.targets.harbor import RUN_ID_VARIABLE, TASK_ORG, file_sha256
-from packager.verify import excerpt, judge_record, make_result, run_evidence
+from packager.models.spec import RunResult, TaskResult, TaskSpec
+from packager.render.harbor import RUN_ID_VARIABLE, TASK_ORG, file_sha256
 
 if TYPE_CHECKING:
-    from packager.build import DockerClient
-    from packager.paths import OutputPaths
+    from packager.images.build import DockerClient
     from packager.render import FileTree
+    from packager.run.store import OutputPaths
 
 Kind = Literal["oracle", "nop"]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def docker_config_dir(harbor: Path | None = None) -> Path | None:
 
 def harbor_env(run_id: str | None = None) -> dict[str, str]:
     """The environment of every harbor command: Compose plugin, no telemetry, run label."""
-    from packager.build import RUN_ID
+    from packager.images.build import RUN_ID
 
     env = {
         **os.environ,
@@ -460,8 +460,8 @@ def task_job(
 
 
 def _task_labels(spec: TaskSpec) -> dict[str, str]:
-    from packager import naming
-    from packager.build import RUN_ID
+    from packager.images.build import RUN_ID
+    from packager.render import naming
 
     return {
         naming.LABEL_TOOL: "packager",
@@ -565,7 +565,7 @@ def run_dataset(
     <env_type>` from `<out>/<dataset>`; returns every trial (job in
     `harbor-jobs/@dataset/<agent>/`).
     """
-    from packager.build import RUN_ID
+    from packager.images.build import RUN_ID
 
     base = paths.base.resolve()
     jobs_root = base / JOBS_DIR / DATASET_JOBS
@@ -767,7 +767,7 @@ def write_harbor_dataset(
     `packager/<name>`. `known_digests` and `known_names` (task folder → digest, name) skip
     re-reading folders that were just written from memory.
     """
-    from packager.write import write_text
+    from packager.render.write import write_text
 
     base = paths.base
     if specs_or_task_dirs is None:

@@ -1,5 +1,5 @@
 """The `local` verification engine: Harbor's separate-verifier protocol reproduced with the
-Docker SDK (`packager.verify`), a few seconds per run.
+Docker SDK (`packager.engines.containers`), a few seconds per run.
 """
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packager.engines import DEFAULT_ENVIRONMENT
+from packager.engines.containers import RunPlan, make_result, run_once
 from packager.errors import InputError
 from packager.judge.endpoint import judge_grader_env
-from packager.model import RunResult, TaskResult, TaskSpec
-from packager.targets.harbor import collect_command
-from packager.verify import RunPlan, make_result, run_once
+from packager.models.spec import RunResult, TaskResult, TaskSpec
+from packager.render.harbor import collect_command
 
 if TYPE_CHECKING:
-    from packager.build import DockerClient
-    from packager.paths import OutputPaths
+    from packager.images.build import DockerClient
+    from packager.run.store import OutputPaths
 
 
 def make_run_plan(

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from packager.errors import InputError, PackagerError
 
 if TYPE_CHECKING:
-    from packager.model import TaskResult, TaskSpec
-    from packager.paths import OutputPaths
-    from packager.pipeline import BuildOptions, Staged
+    from packager.models.spec import TaskResult, TaskSpec
+    from packager.run.pipeline import BuildOptions, Staged
+    from packager.run.store import OutputPaths
 
 
 EXECUTORS: dict[str, str] = {

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from packager.executors import Events, Interrupted, Job
 
 if TYPE_CHECKING:
-    from packager.build import DockerClient
-    from packager.model import TaskResult, TaskSpec
-    from packager.pipeline import Staged
+    from packager.images.build import DockerClient
+    from packager.models.spec import TaskResult, TaskSpec
+    from packager.run.pipeline import Staged
 
 
 class LocalExecutor:
@@ -29,9 +29,9 @@ class LocalExecutor:
         self.workers = max(1, workers)
 
     def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
-        from packager import build
-        from packager.model import TaskResult
-        from packager.pipeline import build_stage
+        from packager.images import build
+        from packager.models.spec import TaskResult
+        from packager.run.pipeline import build_stage
 
         build_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="build")
         run_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="run")
@@ -87,7 +87,7 @@ class LocalExecutor:
             pool.shutdown(wait=True)
 
     def _run(self, staged: Staged, job: Job, events: Events) -> TaskResult:
-        from packager.pipeline import run_stage
+        from packager.run.pipeline import run_stage
 
         result = run_stage(
             staged,

@@ -51,9 +51,9 @@ from packager.executors import (
 )
 
 if TYPE_CHECKING:
-    from packager.build import DockerClient
-    from packager.model import TaskResult, TaskSpec
-    from packager.publish import Registry
+    from packager.images.build import DockerClient
+    from packager.models.spec import TaskResult, TaskSpec
+    from packager.release.publish import Registry
 
 RAY_VERSION = "2.60.0"
 EXTRA_HINT = (
@@ -269,7 +269,7 @@ class RayExecutor:
         return min(candidates, key=lambda n: (n.running, n.node_id))
 
     def _payload(self, job: Job) -> dict[str, Any]:
-        from packager import build
+        from packager.images import build
 
         return {
             "code": code_fingerprint(),
@@ -317,7 +317,7 @@ class RayExecutor:
         (a node killed moments before is still listed alive until its heartbeats time out):
         nothing ran, so nothing is hidden by placing the job on another node.
         """
-        from packager.model import TaskResult
+        from packager.models.spec import TaskResult
 
         try:
             answer = ray.get(ref)
@@ -378,8 +378,8 @@ class RayExecutor:
         """Push the base images the tasks start from, so nodes that lack them pull them."""
         if self.registry is None or self.local_client is None:
             return
-        from packager import build
-        from packager.publish import push_image
+        from packager.images import build
+        from packager.release.publish import push_image
 
         wanted: set[str] = set()
         for spec in specs:
@@ -394,7 +394,7 @@ class RayExecutor:
 
     def _interrupt(self, ray: Any, inflight: Mapping[Any, _InFlight]) -> Interrupted:
         """Cancel the jobs (each removes its containers), then sweep every live node."""
-        from packager import build
+        from packager.images import build
 
         for ref in inflight:
             try:
@@ -429,7 +429,7 @@ class RayExecutor:
 
 def lost_result(spec: TaskSpec, job: Job, node: str | None, why: str) -> TaskResult:
     """`infra_error` for a task whose job did not return (its node named)."""
-    from packager.model import TaskResult
+    from packager.models.spec import TaskResult
 
     slug = spec.provenance.slug
     return TaskResult(
@@ -522,7 +522,7 @@ def bundle_bytes(git_dir: Path) -> bytes:
 def materialize_bundle(blob: bytes, cache: Path | None = None) -> Path:
     """The shipped bundle as a file in this node's cache (written once per content)."""
     if cache is None:
-        from packager.paths import cache_root
+        from packager.run.store import cache_root
 
         cache = cache_root() / REPO_CACHE
     digest = hashlib.sha256(blob).hexdigest()[:24]
@@ -545,7 +545,7 @@ def pull_missing_bases(
     """Pull from `registry` (and tag as named) every base image this engine lacks; returns the
     images pulled. Images the registry does not have are left to the build's own check.
     """
-    from packager import build
+    from packager.images import build
 
     pulled: list[str] = []
     if registry is None:
@@ -567,7 +567,8 @@ def pull_missing_bases(
 
 def remove_run_containers(run_id: str) -> int:
     """On a node: remove every container of the driver's run `run_id` (after Ctrl-C)."""
-    from packager import build, naming
+    from packager.images import build
+    from packager.render import naming
 
     try:
         client = build.connect(timeout=30)
@@ -590,11 +591,11 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
     """One task's build → audit → verify on this node (runs in a Ray worker process)."""
     import ray
 
-    from packager import build
-    from packager.build import Cancelled
-    from packager.model import TaskResult, TaskSpec
-    from packager.paths import OutputPaths
-    from packager.pipeline import build_stage, run_stage
+    from packager.images import build
+    from packager.images.build import Cancelled
+    from packager.models.spec import TaskResult, TaskSpec
+    from packager.run.pipeline import build_stage, run_stage
+    from packager.run.store import OutputPaths
 
     here = code_fingerprint()
     if payload["code"] != here:
@@ -660,7 +661,7 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
             )
         pushed: dict[str, str] = {}
         if registry is not None and result.status in ("verified", "built") and result.images:
-            from packager.publish import push_image
+            from packager.release.publish import push_image
 
             for role, image in sorted(result.images.items()):
                 pushed[role], _ = push_image(client, registry, image, lambda _: None)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from packager.errors import PackagerError
-from packager.model import TaskSpec
+from packager.models.spec import TaskSpec
 
 ENV_BASE_URL = "PACKAGER_JUDGE_BASE_URL"
 ENV_MODEL = "PACKAGER_JUDGE_MODEL"

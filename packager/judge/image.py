@@ -17,8 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from packager.build import DockerClient, build_image, image_exists
 from packager.errors import BuildError
+from packager.images.build import DockerClient, build_image, image_exists
 
 LOCK = Path(__file__).with_name("requirements.lock")
 """browser-use and its dependencies, every version pinned."""
@@ -81,7 +81,7 @@ def judge_image_tag() -> str:
 
 def wheel_cache() -> Path:
     """Where the downloaded wheelhouse is kept (under `paths.cache_root`)."""
-    from packager.paths import cache_root
+    from packager.run.store import cache_root
 
     return cache_root() / "judge-wheels" / judge_digest()[:12]
 

@@ -2,8 +2,8 @@
 
 Each attack is a shell script run in the task's agent container at the base commit (optionally
 after the gold patch); what it leaves in /testbed is collected like an agent's work (`git add
--A`, `git diff --cached`) and graded with `packager.verify.run_once(..., patch=...)` in a fresh
-grader container. Every attack must score below 1.0 while the gold patch scores 1.0. Attacks
+-A`, `git diff --cached`) and graded with `packager.engines.containers.run_once(..., patch=...)` in
+a fresh grader container. Every attack must score below 1.0 while the gold patch scores 1.0. Attacks
 are "cheat only" (no fix: a 1.0 would be the cheat winning) except the patch-policy ones, which
 are "gold plus cheating". Rows marked residual are in-process tampering that grading cannot
 stop (docs/security.md, "Adversarial patches"): they are run and reported, not asserted.
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from packager.build import RUN_ID, labels_for, make_tar
-from packager.verify import RunPlan, run_once
+from packager.engines.containers import RunPlan, run_once
+from packager.images.build import RUN_ID, labels_for, make_tar
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

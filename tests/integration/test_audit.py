@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from packager import build, naming
-from packager.audit import AuditReport, audit_image, audit_task, parse_patch
-from packager.model import TaskSpec
-from packager.paths import OutputPaths
-from packager.pipeline import Selection, iter_specs, resolve_spec
-from packager.sources import open_dataset
-from packager.targets.harbor import make_harbor_task
+from packager.checks.audit import AuditReport, audit_image, audit_task, parse_patch
+from packager.datasets.sources import open_dataset
+from packager.images import build
+from packager.models.spec import TaskSpec
+from packager.render import naming
+from packager.render.harbor import make_harbor_task
+from packager.run.pipeline import Selection, iter_specs, resolve_spec
+from packager.run.store import OutputPaths
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.docker

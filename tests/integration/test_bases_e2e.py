@@ -1,5 +1,5 @@
-"""Debian base images seeded from Debian's archive on demand (packager.bases), then used: each
-gives the Python its release ships. The seeded images stay (they are the machine's cache).
+"""Debian base images seeded from Debian's archive on demand (packager.images.bases), then used:
+each gives the Python its release ships. The seeded images stay (they are the machine's cache).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from packager.adapters import assumptions as A
-from packager.bases import ensure_base_image
+from packager.images.bases import ensure_base_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from packager.build import build_image
+from packager.images.build import build_image
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.docker

@@ -425,15 +425,15 @@ def test_hidden_test_failing_every_other_run_is_flaky(work: Path, docker_client:
     oracle run 2 fails, every time. The volume is the test's doing (a wrapped client); the
     engine itself is unchanged.
     """
-    from packager.paths import OutputPaths
-    from packager.pipeline import (
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import (
         BuildOptions,
         Selection,
         package_one,
         render_selection,
         write_result,
     )
-    from packager.sources import open_dataset
+    from packager.run.store import OutputPaths
 
     sel = Selection(dataset=open_dataset(str(work / "faults.jsonl"), "test"),
                     task_ids=("faults__flaky",))  # fmt: skip

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from packager.model import TaskResult, TaskSpec
-from packager.paths import OutputPaths
+from packager.models.spec import TaskResult, TaskSpec
+from packager.run.store import OutputPaths
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor, pytest.mark.slow]
@@ -53,8 +53,8 @@ def harbor_results() -> dict[str, TaskResult]:
 
 
 def _spec(task: str) -> TaskSpec:
-    from packager.pipeline import Selection, iter_specs, resolve_spec
-    from packager.sources import open_dataset
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import Selection, iter_specs, resolve_spec
 
     sel = Selection(dataset=open_dataset(None, "test"), task_ids=(task,))
     return resolve_spec(next(iter_specs(sel)), sel.merged_repo_sources)
@@ -62,7 +62,7 @@ def _spec(task: str) -> TaskSpec:
 
 def _left_behind(docker_client: Any) -> list[Any]:
     """Containers of this test process (local and Harbor ones carry its run label)."""
-    from packager.build import RUN_ID
+    from packager.images.build import RUN_ID
 
     containers: list[Any] = docker_client.containers.list(
         all=True, filters={"label": ["packager.tool=packager", f"packager.run={RUN_ID}"]}

@@ -3,7 +3,7 @@
 Per gradeable sample:
 (a) `tasks.py` imports on the host with the real hud (`.hud/venv`, see scripts/ensure-hud.sh)
     and lists exactly one task, with the task's slug and the env name of `env.py`;
-(b) `Dockerfile.hud` builds locally (`packager.hud_build`; cached by a content-hash tag; the
+(b) `Dockerfile.hud` builds locally (`packager.images.hud_build`; cached by a content-hash tag; the
     samples' images are built three at a time, first), and the build-only CA bundle and
     wheelhouse are not in the image;
 (c) a gold and a no-op rollout through HUD's own runtime (`Taskset.run` + `DockerRuntime`, a
@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from packager.build import BuildOutcome
-from packager.model import TaskResult, TaskSpec
-from packager.naming import make_hud_env_name
-from packager.paths import OutputPaths
+from packager.images.build import BuildOutcome
+from packager.models.spec import TaskResult, TaskSpec
+from packager.render.naming import make_hud_env_name
+from packager.run.store import OutputPaths
 from tests.conftest import ROOT, run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -89,7 +89,7 @@ def hud_images(paths: OutputPaths, docker_client: Any) -> dict[str, HudImage]:
     """Every sample's agent and grader images (`packager build`, cached), then its HUD image,
     three builds at a time: a cold HUD build mostly waits on apt and pip downloads.
     """
-    from packager.hud_build import build_hud_image, download_hud_wheels, hud_image_tag
+    from packager.images.hud_build import build_hud_image, download_hud_wheels, hud_image_tag
 
     tasks = [*GRADEABLE, JUDGED]
     proc = run_cli("build", *tasks, "--out", str(paths.root), "-j", "2")
@@ -110,8 +110,8 @@ def hud_images(paths: OutputPaths, docker_client: Any) -> dict[str, HudImage]:
 
 
 def _spec(task: str) -> TaskSpec:
-    from packager.pipeline import Selection, iter_specs, resolve_spec
-    from packager.sources import open_dataset
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import Selection, iter_specs, resolve_spec
 
     sel = Selection(dataset=open_dataset(None, "test"), task_ids=(task,))
     return resolve_spec(next(iter_specs(sel)), sel.merged_repo_sources)
@@ -120,8 +120,8 @@ def _spec(task: str) -> TaskSpec:
 def _rollout(
     hud_python: Path, paths: OutputPaths, task: str, image: str, agent: str, *extra: str
 ) -> dict[str, Any]:
-    from packager import naming
-    from packager.build import RUN_ID
+    from packager.images.build import RUN_ID
+    from packager.render import naming
 
     labels = {
         naming.LABEL_TOOL: "packager",
@@ -142,7 +142,7 @@ def _rollout(
 
 
 def _left_behind(docker_client: Any) -> list[Any]:
-    from packager.build import RUN_ID
+    from packager.images.build import RUN_ID
 
     containers: list[Any] = docker_client.containers.list(
         all=True, filters={"label": ["packager.role=hud-rollout", f"packager.run={RUN_ID}"]}
@@ -192,7 +192,7 @@ def test_hud_image_rollouts_match_local_engine(
     hud_images: dict[str, HudImage],
 ) -> None:
     from packager.engines.local import verify_task
-    from packager.targets.hud import BUILD_CA_NAME, BUILD_WHEELS_NAME
+    from packager.render.hud import BUILD_CA_NAME, BUILD_WHEELS_NAME
 
     # The agent image (built by the fixture), then the local engine as the reference.
     built = hud_images[task]
@@ -339,8 +339,8 @@ def test_pip_stage_installs_offline_from_a_complete_wheelhouse_else_from_the_ind
     """The pip stage's own shell, with the small `typer<0.29` for its requirements: a complete
     wheelhouse installs with no network at all; one that lacks a wheel falls back to the index.
     """
-    from packager.hud_build import WHEELS_PYTHON, host_ca_bundle, host_index_url
-    from packager.targets.hud import BUILD_CA_NAME, HUD_VERSION
+    from packager.images.hud_build import WHEELS_PYTHON, host_ca_bundle, host_index_url
+    from packager.render.hud import BUILD_CA_NAME, HUD_VERSION
 
     task = GRADEABLE[0]
     script = _pip_stage_script((paths.source_dir(task) / "Dockerfile.hud").read_text())

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from packager.engines.harbor import harbor_env, run_dataset
-from packager.paths import OutputPaths
+from packager.run.store import OutputPaths
 from packager.samples.generate import generate
 from tests.conftest import run_cli
 

@@ -1,5 +1,5 @@
-"""Quality checks (packager/quality.py) on the real Docker engine, through the images and the
-grading runtime that verified each task.
+"""Quality checks (packager/checks/quality/__init__.py) on the real Docker engine, through the
+images and the grading runtime that verified each task.
 
 - `samples__textkit-1`: one gold hunk, covered; its statement gives nothing away.
 - `samples__inventory-4` (PDL): one gold hunk, covered; the ablated reward (the 0.2 floor)
@@ -22,17 +22,17 @@ from typing import Any
 
 import pytest
 
-from packager.model import TaskResult, TaskSpec
-from packager.paths import OutputPaths
-from packager.pipeline import Selection, iter_specs, resolve_spec
-from packager.quality import (
+from packager.checks.quality import (
     QualityReport,
     cached_quality,
     quality_path,
     run_quality,
     write_quality,
 )
-from packager.sources import SAMPLES_DIR, open_dataset
+from packager.datasets.sources import SAMPLES_DIR, open_dataset
+from packager.models.spec import TaskResult, TaskSpec
+from packager.run.pipeline import Selection, iter_specs, resolve_spec
+from packager.run.store import OutputPaths
 from tests.conftest import run_cli, sample_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

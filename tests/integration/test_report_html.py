@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from packager.build import build_image, labels_for
-from packager.model import RunResult, Status, TaskResult
-from packager.report import make_html
+from packager.images.build import build_image, labels_for
+from packager.models.spec import RunResult, Status, TaskResult
+from packager.release.report import make_html
 
 pytestmark = [pytest.mark.docker]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from packager import naming
-from packager.build import build_image
+from packager.checks.webapp import AppStart, check_app_answers, detect_start
 from packager.errors import RunError
-from packager.webapp import AppStart, check_app_answers, detect_start
+from packager.images.build import build_image
+from packager.render import naming
 
 pytestmark = pytest.mark.docker
 

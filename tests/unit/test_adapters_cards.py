@@ -19,12 +19,12 @@ from packager.adapters import assumptions as A
 from packager.adapters import recipe as recipe_adapter
 from packager.adapters.common import repo_name
 from packager.adapters.ecswe import SNAPSHOT_MARK, find_entry, substitute_clone
+from packager.datasets.harness_parsers import TEST_DJANGO, TEST_GO, TEST_PYTEST
+from packager.datasets.recipes import Recipes
 from packager.errors import RowError
-from packager.gitobj import inline_commit_sha
 from packager.grading import rules
-from packager.harness_parsers import TEST_DJANGO, TEST_GO, TEST_PYTEST
-from packager.model import TaskSpec
-from packager.recipes import Recipes
+from packager.models.spec import TaskSpec
+from packager.repos.objects import inline_commit_sha
 from tests.conftest import sample_rows
 
 TEXTKIT = "samples__textkit-1"  # swebench

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from packager.audit import (
+from packager.checks.audit import (
     Source,
     _Layer,
     _ref_findings,
@@ -27,7 +27,7 @@ from packager.audit import (
     parse_patch,
     secrets_of,
 )
-from packager.model import Grading, Provenance, Repo, TaskSpec
+from packager.models.spec import Grading, Provenance, Repo, TaskSpec
 
 GOLD = "\n".join(
     [
@@ -440,8 +440,8 @@ class _CountingImage(_FakeImage):
 def test_clean_verdict_is_reused_across_output_folders_and_a_leak_never(
     repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from packager.audit import audit_task, machine_audit_path
-    from packager.paths import OutputPaths
+    from packager.checks.audit import audit_task, machine_audit_path
+    from packager.run.store import OutputPaths
 
     monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "cache"))
     src, base = repo

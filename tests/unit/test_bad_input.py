@@ -22,10 +22,10 @@ import pytest
 import yaml
 
 from packager.adapters import row_id
+from packager.datasets.recipes import parse_base_image_options
+from packager.datasets.sources import open_dataset
 from packager.errors import InputError
-from packager.pipeline import Selection, render_selection
-from packager.recipes import parse_base_image_options
-from packager.sources import open_dataset
+from packager.run.pipeline import Selection, render_selection
 from tests.conftest import ROOT, run_cli, sample_rows
 
 SAMPLES = ROOT / "packager" / "samples"

@@ -1,4 +1,4 @@
-"""Base images on demand (packager.bases) with a fake Docker client: which images are pulled,
+"""Base images on demand (packager.images.bases) with a fake Docker client: which images are pulled,
 which are seeded from Debian's archive (seeding itself is replaced by a counter), which fail.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 import docker.errors
 import pytest
 
-from packager import bases
 from packager.adapters import assumptions as A
-from packager.build import check_base_images
 from packager.errors import BuildError
+from packager.images import bases
+from packager.images.build import check_base_images
 
 
 class FakeImages:

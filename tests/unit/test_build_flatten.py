@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from packager.build import (
+from packager.images.build import (
     FLAT_REPOSITORY,
     base_images,
     flat_tag,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from packager.adapters import Context, detect_schema, row_id, to_spec
-from packager.sources import open_dataset
+from packager.datasets.sources import open_dataset
 from tests.conftest import sample_rows
 
 STR, INT, FLOAT, LIST_STR, LIST_FLOAT = "str", "int", "float", "list[str]", "list[float]"

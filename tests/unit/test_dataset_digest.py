@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from packager.datasets.sources import open_dataset
 from packager.engines.harbor import task_digest, tree_digest
-from packager.pipeline import Selection, iter_specs, resolve_spec
-from packager.sources import open_dataset
-from packager.targets.harbor import make_harbor_task
+from packager.render.harbor import make_harbor_task
+from packager.run.pipeline import Selection, iter_specs, resolve_spec
 from tests.conftest import run_cli
 
 

@@ -18,16 +18,16 @@ from packager import engines
 from packager.engines import ENGINES, get_engine
 from packager.engines import harbor as harbor_engine
 from packager.errors import InputError, UnknownEngineError
-from packager.model import TaskSpec
-from packager.paths import OutputPaths
+from packager.models.spec import TaskSpec
+from packager.run.store import OutputPaths
 from tests.conftest import run_cli
 
 TASK = "samples__textkit-1"
 
 
 def _spec() -> TaskSpec:
-    from packager.pipeline import Selection, iter_specs
-    from packager.sources import open_dataset
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import Selection, iter_specs
 
     return next(iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=(TASK,))))
 
@@ -57,7 +57,7 @@ def test_registry_names_both_engines_and_stays_lazy() -> None:
     assert harbor.environment == "docker"
     # Importing the registry (as the CLI does) imports no engine.
     code = (
-        "import sys, packager.engines, packager.cli, packager.pipeline; "
+        "import sys, packager.engines, packager.cli, packager.run.pipeline; "
         "print(sorted(m for m in sys.modules if m.startswith('packager.engines.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -110,7 +110,7 @@ def test_task_job_carries_the_environment_type(tmp_path: Path) -> None:
 def test_run_stage_passes_harbor_env_to_both_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from packager.pipeline import Staged, run_stage
+    from packager.run.pipeline import Staged, run_stage
 
     spec = _spec()
     paths = OutputPaths(tmp_path, spec.provenance.dataset)
@@ -191,8 +191,8 @@ def test_cli_help_lists_engines_and_harbor_env() -> None:
 
 
 def _sample_spec(task: str) -> TaskSpec:
-    from packager.pipeline import Selection, iter_specs
-    from packager.sources import open_dataset
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import Selection, iter_specs
 
     return next(iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=(task,))))
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from packager.locks import machine_lock
-from packager.pipeline import _environment_dockerfile, _environment_files, environment_key
+from packager.images.locks import machine_lock
+from packager.run.pipeline import _environment_dockerfile, _environment_files, environment_key
 
 DOCKERFILE = """\
 # Agent image: repo.tar is added below.

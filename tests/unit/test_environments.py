@@ -11,11 +11,16 @@ from pathlib import Path
 import pytest
 
 from packager.adapters import assumptions as A
-from packager.build_failures import explain
-from packager.conda import CondaError, from_environment_yml, from_package_list, pip_requirement
-from packager.model import Environment, RunResult, TaskResult
-from packager.report import HEADERS, make_markdown, python_cell, table_rows
-from packager.verify import decide_status, run_evidence
+from packager.datasets.conda import (
+    CondaError,
+    from_environment_yml,
+    from_package_list,
+    pip_requirement,
+)
+from packager.engines.containers import decide_status, run_evidence
+from packager.images.failures import explain
+from packager.models.spec import Environment, RunResult, TaskResult
+from packager.release.report import HEADERS, make_markdown, python_cell, table_rows
 
 
 @pytest.mark.parametrize(
@@ -187,7 +192,7 @@ def _adapt(row: dict[str, object], **ctx: object) -> object:
 
 
 def test_a_verified_row_takes_the_harness_spec_with_its_python() -> None:
-    from packager.model import TaskSpec
+    from packager.models.spec import TaskSpec
 
     spec = _adapt(_verified()["django__django-11099"])
     assert isinstance(spec, TaskSpec)
@@ -220,7 +225,7 @@ def test_sympy_and_sphinx_rows_take_their_runners_and_pre_install() -> None:
 
 
 def test_recipes_take_precedence_over_the_harness_spec() -> None:
-    from packager.recipes import Recipes
+    from packager.datasets.recipes import Recipes
 
     row = _verified()["sympy__sympy-12481"]
     recipe = {"python": "3.11", "test_cmd": "pytest -rA"}
@@ -287,9 +292,9 @@ def test_a_substitution_is_in_task_metadata_and_list(tmp_path: Path) -> None:
 
 
 def test_a_substitution_is_in_the_result_environment_and_html() -> None:
-    from packager.model import TaskSpec
-    from packager.pipeline import environment_facts
-    from packager.report import make_html
+    from packager.models.spec import TaskSpec
+    from packager.release.report import make_html
+    from packager.run.pipeline import environment_facts
 
     spec = _adapt(_verified()["django__django-11099"])
     assert isinstance(spec, TaskSpec)
@@ -306,7 +311,7 @@ def test_a_substitution_is_in_the_result_environment_and_html() -> None:
 
 
 def test_an_id_no_test_can_have_is_set_aside_and_named() -> None:
-    from packager.harness_parsers import not_test_ids
+    from packager.datasets.harness_parsers import not_test_ids
 
     row = _verified()["pytest-dev__pytest-5262"]
     assert "[100%]" in str(row["PASS_TO_PASS"])  # as published
@@ -326,8 +331,8 @@ def test_nano_cpus_becomes_the_containers_cpu_quota() -> None:
 
     from packager.adapters.recipe import PythonPolicy, make_recipe
     from packager.engines.local import make_run_plan
-    from packager.paths import OutputPaths
-    from packager.targets.harbor import make_harbor_task
+    from packager.render.harbor import make_harbor_task
+    from packager.run.store import OutputPaths
 
     policy = PythonPolicy({}, lambda _image: False)
     result = make_recipe(
@@ -372,7 +377,7 @@ class _CpuClient:
 
 
 def test_the_cpu_quota_is_at_most_the_engines() -> None:
-    from packager.verify import _container
+    from packager.engines.containers import _container
 
     client = _CpuClient()
     with _container(client, "img", "t", "grader-nop", ["true"], "/w", False, cpus=2.0):  # type: ignore[arg-type]

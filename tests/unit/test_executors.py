@@ -193,7 +193,7 @@ def test_cli_ray_without_cluster_exits_3_naming_the_fix(tmp_path: Path) -> None:
 def test_publish_takes_an_image_the_registry_already_serves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from packager.publish import PublishError, Registry, resolve_image
+    from packager.release.publish import PublishError, Registry, resolve_image
 
     registry = Registry.parse("127.0.0.1:5999/team")
     served: dict[tuple[str, str], str] = {
@@ -226,7 +226,7 @@ class _FailingRay:
 def _flight(tmp_path: Path) -> tuple[object, object]:
     from types import SimpleNamespace
 
-    from packager.paths import OutputPaths
+    from packager.run.store import OutputPaths
 
     spec = SimpleNamespace(
         task_id="gen__calc-3",

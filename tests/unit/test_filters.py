@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from packager.datasets.sources import open_dataset
 from packager.errors import PackagerError
-from packager.pipeline import Selection, iter_specs
-from packager.sources import open_dataset
+from packager.run.pipeline import Selection, iter_specs
 
 
 def _ids(**filters: object) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from packager.grading import grade
-from packager.targets.harbor import GRADING_ARCHIVE, GRADING_MODULES, read_grading_archive
+from packager.render.harbor import GRADING_ARCHIVE, GRADING_MODULES, read_grading_archive
 
 GRADE_PY = Path(grade.__file__).resolve()
 PY = shlex.quote(sys.executable)

@@ -136,10 +136,10 @@ def test_agent_and_grader_containers_have_no_network(rendered: Path) -> None:
 
 
 def test_network_can_be_allowed_per_task() -> None:
-    from packager.model import Environment
-    from packager.pipeline import Selection, iter_specs
-    from packager.sources import open_dataset
-    from packager.targets.harbor import make_harbor_task
+    from packager.datasets.sources import open_dataset
+    from packager.models.spec import Environment
+    from packager.render.harbor import make_harbor_task
+    from packager.run.pipeline import Selection, iter_specs
 
     spec = next(iter_specs(Selection(dataset=open_dataset(None, "test"), all_tasks=True)))
     online = spec.model_copy(
@@ -163,7 +163,7 @@ def test_dataset_manifest_digests_match_harbor(
     rendered: Path, harbor_view: dict[str, Any], harbor_python: Path, tmp_path: Path
 ) -> None:
     from packager.engines.harbor import write_harbor_dataset
-    from packager.paths import OutputPaths
+    from packager.run.store import OutputPaths
 
     paths = OutputPaths(rendered.parent, "samples")
     write_harbor_dataset(paths, name="samples", version="1.0")

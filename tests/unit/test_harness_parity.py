@@ -2,8 +2,8 @@
 
 The same logs (tests/unit/data/harness/: real pytest and unittest output, realistic sympy, go
 and doctest output) go through the harness's own parser and the runtime parser that
-`packager.harness_parsers` maps it to. The status maps must agree, up to the differences listed
-in `compare` (each one leaves the verdict unchanged, except XPASS), and the harness's
+`packager.datasets.harness_parsers` maps it to. The status maps must agree, up to the differences
+listed in `compare` (each one leaves the verdict unchanged, except XPASS), and the harness's
 `get_eval_tests_report`/`get_resolution_status` must agree with `rules.all_pass` on every list
 of ids the harness's map supports.
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from packager import harness_parsers
+from packager.datasets import harness_parsers
 from packager.grading import parsers, rules
 
 DATA = Path(__file__).parent / "data" / "harness"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from packager import harness_specs
+from packager.datasets import harness_specs
 from tests.conftest import ROOT
 
 RELEASE = ROOT / ".venv" / "swebench-4.1.0"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from packager.model import Grading, Provenance, Repo, TaskSpec
-from packager.naming import make_hud_env_name
+from packager.models.spec import Grading, Provenance, Repo, TaskSpec
 from packager.render import FileTree, OutFile
-from packager.targets.hud import BUILD_CA_NAME, BUILD_WHEELS_NAME, make_hud_files
+from packager.render.hud import BUILD_CA_NAME, BUILD_WHEELS_NAME, make_hud_files
+from packager.render.naming import make_hud_env_name
 
 AGENT_IMAGE = "packager/samples.textkit-1:agent-0123456789ab"
 DATASET = "samples"
@@ -313,7 +313,7 @@ def test_dockerfile_keeps_build_settings_in_a_throwaway_pip_stage() -> None:
 
 
 def test_hud_build_host_pip_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from packager import hud_build
+    from packager.images import hud_build
 
     monkeypatch.delenv("PIP_INDEX_URL", raising=False)
     monkeypatch.delenv("PIP_CERT", raising=False)
@@ -336,7 +336,7 @@ def test_hud_build_host_pip_settings(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_hud_image_tag_is_a_content_hash(tmp_path: Path) -> None:
-    from packager.hud_build import hud_image_tag
+    from packager.images.hud_build import hud_image_tag
 
     source = tmp_path / "samples__textkit-1"
     (source / "grader").mkdir(parents=True)
@@ -351,7 +351,7 @@ def test_hud_image_tag_is_a_content_hash(tmp_path: Path) -> None:
 
 def test_build_hud_image_refuses_another_base(tmp_path: Path) -> None:
     from packager.errors import BuildError
-    from packager.hud_build import build_hud_image
+    from packager.images.hud_build import build_hud_image
 
     source = tmp_path / "samples__textkit-1"
     for path, entry in _files().items():
@@ -367,7 +367,7 @@ def test_hud_wheelhouse_is_none_when_pip_cannot_download(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failed download leaves no wheelhouse (the build then installs from the index)."""
-    from packager import hud_build
+    from packager.images import hud_build
 
     monkeypatch.setattr(hud_build, "hud_requirements", lambda: ("packager-no-such-package==0",))
     dest = tmp_path / "cache" / "hud-wheels" / "x"
@@ -379,7 +379,7 @@ def test_hud_wheelhouse_is_none_when_pip_cannot_download(
 def test_hud_wheelhouse_marked_complete_is_reused_without_pip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from packager import hud_build
+    from packager.images import hud_build
 
     dest = tmp_path / "wheels"
     dest.mkdir()

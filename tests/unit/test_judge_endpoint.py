@@ -27,7 +27,7 @@ from packager.judge.endpoint import (
     missing_judge_env,
     replay_files,
 )
-from packager.model import TaskSpec
+from packager.models.spec import TaskSpec
 from tests.conftest import sample_rows
 
 TODO = "samples__todo-web-5"  # sweeper: rule judge

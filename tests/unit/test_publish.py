@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from packager.publish import (
+from packager.release.publish import (
     PublishError,
     Registry,
     commit_release,
@@ -46,7 +46,7 @@ def test_manifest_digest_unreachable_registry_is_a_clear_error() -> None:
 
 
 def test_pin_dockerfile_pins_only_named_images() -> None:
-    from packager.publish import pin_dockerfile
+    from packager.release.publish import pin_dockerfile
 
     text = (
         "ARG X=1\nFROM --platform=linux/amd64 debian:bookworm-slim AS base\nFROM base\nRUN true\n"

@@ -1,5 +1,6 @@
-"""Quality checks (packager/quality.py): hunks, ablations applied with real git, instruction
-leaks, base-tree lookups, and the report and its cache with a stand-in for the engine's runs.
+"""Quality checks (packager/checks/quality/__init__.py): hunks, ablations applied with real git,
+instruction leaks, base-tree lookups, and the report and its cache with a stand-in for the engine's
+runs.
 """
 
 from __future__ import annotations
@@ -15,19 +16,8 @@ from typing import Any
 
 import pytest
 
-from packager import quality
-from packager.errors import InputError
-from packager.model import (
-    Expectations,
-    Grading,
-    Provenance,
-    Repo,
-    RunResult,
-    TaskResult,
-    TaskSpec,
-)
-from packager.paths import OutputPaths
-from packager.quality import (
+from packager.checks import quality
+from packager.checks.quality import (
     ablated_patch,
     ablation_plan,
     base_tree_names,
@@ -40,6 +30,17 @@ from packager.quality import (
     split_hunks,
     write_quality,
 )
+from packager.errors import InputError
+from packager.models.spec import (
+    Expectations,
+    Grading,
+    Provenance,
+    Repo,
+    RunResult,
+    TaskResult,
+    TaskSpec,
+)
+from packager.run.store import OutputPaths
 
 GIT_ENV = {
     **os.environ,
@@ -563,7 +564,7 @@ def fake_runs(monkeypatch: pytest.MonkeyPatch, needed: set[str], calls: list[byt
             log_dir=str(log_dir),
         )
 
-    monkeypatch.setattr("packager.verify.run_once", run_once)
+    monkeypatch.setattr("packager.engines.containers.run_once", run_once)
 
 
 def _verified(status: str = "verified") -> TaskResult:
@@ -717,9 +718,9 @@ def test_cached_quality_needs_the_same_images_gold_and_instruction(
 def test_import_stays_cheap() -> None:
     """The pure part of the module loads neither docker nor the engines."""
     code = (
-        "import sys, packager.quality; "
+        "import sys, packager.checks.quality; "
         "print(any(m.split('.')[0] == 'docker' for m in sys.modules), "
-        "'packager.verify' in sys.modules)"
+        "'packager.engines.containers' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]

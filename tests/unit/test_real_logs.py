@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from packager import harness_parsers
+from packager.datasets import harness_parsers
+from packager.datasets.harness_specs import tables
 from packager.grading import parsers, rules
-from packager.harness_specs import tables
 from tests.unit.test_harness_parity import Harness, SpecStandIn, _load_harness
 
 DATA = Path(__file__).parent / "data" / "real"

@@ -7,8 +7,8 @@ import time
 from collections import Counter
 from typing import Literal
 
-from packager.model import RunResult, Status, TaskResult
-from packager.report import fmt_bytes, make_html, make_markdown
+from packager.models.spec import RunResult, Status, TaskResult
+from packager.release.report import fmt_bytes, make_html, make_markdown
 
 STATUSES: list[Status] = ["verified", "leak", "gold_failed", "infra_error", "flaky", "built"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from packager import repos
 from packager.errors import RepoSourceError
-from packager.gitobj import base_only_commit_sha, inline_commit_sha
+from packager.repos.objects import base_only_commit_sha, inline_commit_sha
 
 REALROWS = Path("/work/shared/realrows")
 MARSHMALLOW_BUNDLE = REALROWS / "marshmallow-code__marshmallow.bundle"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from packager.adapters import Context, detect_schema, row_id, to_spec
+from packager.datasets.sources import iter_rows, open_dataset
 from packager.errors import DatasetError
-from packager.sources import iter_rows, open_dataset
 from tests.conftest import run_cli, sample_rows
 
 
@@ -96,7 +96,7 @@ def test_hub_id_without_network_fails_fast() -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, packager, packager.model, packager.adapters, packager.targets.harbor; "
+        "import sys, packager, packager.models.spec, packager.adapters, packager.render.harbor; "
         "print(sorted(m for m in ('docker', 'datasets', 'typer', 'rich') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,10 +8,10 @@ from typing import Any
 import docker.errors
 import pytest
 
-from packager.build import build_image
+from packager.engines.containers import decide_status
 from packager.errors import BuildError
-from packager.model import RunResult
-from packager.verify import decide_status
+from packager.images.build import build_image
+from packager.models.spec import RunResult
 
 
 def _run(kind: str, reward: float | None, status: str = "graded") -> RunResult:

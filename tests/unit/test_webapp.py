@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from packager.webapp import (
+from packager.checks.webapp import (
     CANDIDATE_PATHS,
     AppStart,
     detect_start,
@@ -15,8 +15,8 @@ from packager.webapp import (
     paths_to_read,
     start_from_recipe,
 )
-from packager.webapp import _answer as answer
-from packager.webapp import _probe_summary as probe_summary
+from packager.checks.webapp import _answer as answer
+from packager.checks.webapp import _probe_summary as probe_summary
 
 DJANGO_MANAGE = b"""#!/usr/bin/env python
 import os, sys

@@ -1,4 +1,4 @@
-"""Staged, atomic writes of rendered trees (packager/write.py)."""
+"""Staged, atomic writes of rendered trees (packager/render/write.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from packager.datasets.sources import SAMPLES_DIR
 from packager.errors import PackagerError
 from packager.render import FileTree, OutFile
-from packager.sources import SAMPLES_DIR
-from packager.write import Staging, write_tree
+from packager.render.write import Staging, write_tree
 
 TREE: FileTree = {
     "task.toml": OutFile(b"[task]\n"),
@@ -114,15 +114,15 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """One row rendered in this process, then chunks of two in the forked workers (so a render
     of the five samples reaches the workers).
     """
-    import packager.pipeline as pipeline
+    import packager.run.pipeline as pipeline
 
     monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
     monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
 
 
 def _render(out: Path, workers: int) -> dict[str, tuple[int, bytes | None]]:
-    from packager.pipeline import Selection, render_selection
-    from packager.sources import open_dataset
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import Selection, render_selection
 
     sel = Selection(dataset=open_dataset(None), all_tasks=True)
     written = render_selection(sel, out, workers=workers)
@@ -138,7 +138,7 @@ def test_render_workers_write_what_one_process_writes(tmp_path: Path, small_chun
 def test_a_failing_render_worker_leaves_no_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_chunks: None
 ) -> None:
-    from packager.targets import hud
+    from packager.render import hud
 
     def refuse(image: str) -> None:
         if "todo-web" in image:  # the last sample row: rendered in a worker
@@ -167,9 +167,9 @@ def _dataset(folder: Path, rows: list[dict[str, object]]) -> Path:
 def test_a_bad_row_in_a_render_worker_is_reported_whole_and_in_row_order(
     tmp_path: Path, small_chunks: None
 ) -> None:
+    from packager.datasets.sources import open_dataset
     from packager.errors import RowError
-    from packager.pipeline import Selection, render_selection
-    from packager.sources import open_dataset
+    from packager.run.pipeline import Selection, render_selection
 
     rows = _sample_rows()
     bad = dict(rows[2], patch="not a diff")  # adapted in a worker
@@ -186,8 +186,8 @@ def test_a_bad_row_in_a_render_worker_is_reported_whole_and_in_row_order(
 
 
 def test_render_workers_apply_the_repository_filter(tmp_path: Path, small_chunks: None) -> None:
-    from packager.pipeline import Selection, render_selection
-    from packager.sources import open_dataset
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import Selection, render_selection
 
     rows = _sample_rows()
     data = _dataset(tmp_path / "ds", rows)
@@ -205,7 +205,7 @@ def test_render_workers_apply_the_repository_filter(tmp_path: Path, small_chunks
 
 
 def test_a_large_file_every_task_carries_is_written_once_and_linked(tmp_path: Path) -> None:
-    from packager import write
+    from packager.render import write
 
     big = os.urandom(write.SHARE_MIN_BYTES)
     tree: FileTree = {
@@ -236,8 +236,8 @@ def test_a_large_file_every_task_carries_is_written_once_and_linked(tmp_path: Pa
 
 
 def test_rendered_tasks_share_the_grading_runtime(tmp_path: Path) -> None:
-    from packager.pipeline import Selection, render_selection
-    from packager.sources import open_dataset
+    from packager.datasets.sources import open_dataset
+    from packager.run.pipeline import Selection, render_selection
 
     render_selection(Selection(dataset=open_dataset(None), all_tasks=True), tmp_path, workers=1)
     copies = sorted(tmp_path.glob("samples/*/*/**/grading.pyz"))

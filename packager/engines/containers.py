@@ -1,0 +1,569 @@
+"""Verification engines. `local` reproduces Harbor's separate-verifier protocol with the Docker
+SDK: agent container (oracle: solution/solve.sh; nop: nothing) → collect model.patch → fresh
+grader container → /tests/test.sh → reward.json. Containers are always removed.
+
+Starting a container is the largest fixed cost of a run (about 0.15 s here), so the grader
+container is created and started while the agent phase runs, behind a gate: it waits, doing
+nothing, until the collected patch is put into it, then runs /tests/test.sh as its main
+process, exactly as a grader started afterwards would. It never sees the agent container.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packager.errors import RunError
+from packager.images.build import (
+    DockerClient,
+    check_cancelled,
+    extract_tree,
+    is_connection_error,
+    labels_for,
+    make_tar,
+    read_tar_member,
+)
+from packager.models.spec import RunResult, Status, TaskResult
+
+AGENT_TIMEOUT_DEFAULT = 1800
+
+PATCH_MEMBER = "logs/artifacts/model.patch"
+"""Where the grader reads the collected patch (Harbor's agent artifact path)."""
+GATE_MEMBER = "logs/grade-now"
+"""Put into an early-started grader after the patch (the same tar, later in it): the gate opens."""
+GATE_SCRIPT = (
+    # A FIFO held open for reading and writing makes `read -t` a sleep without a process.
+    'g=/tmp/.packager-gate; if mkfifo "$g" 2>/dev/null && exec 3<>"$g"; then rm -f "$g"; '
+    f"else g=; fi; while [ ! -e /{GATE_MEMBER} ]; do "
+    'if [ -n "$g" ]; then read -r -t 0.02 -u 3 _; else sleep 0.05; fi; done; '
+    f"rm -f /{GATE_MEMBER}; exec 3>&-; exec bash /tests/test.sh"
+)
+assert sorted([PATCH_MEMBER, GATE_MEMBER]) == [PATCH_MEMBER, GATE_MEMBER]  # make_tar sorts
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one run needs to know about its task."""
+
+    task: str
+    agent_image: str
+    grader_image: str
+    workdir: str
+    collect: str
+    solution_dir: Path
+    grade_timeout_sec: int
+    agent_timeout_sec: int = AGENT_TIMEOUT_DEFAULT
+    network: bool = False
+    memory_mb: int | None = None
+    """Memory limit of every run container (no swap beyond it); None = the engine's default."""
+    grader_env: tuple[tuple[str, str], ...] = ()
+    """Extra environment of the grader container (a browser judge's model endpoint)."""
+    grader_network: bool = False
+    """Whether the grader container has a network (a browser judge reaches its model)."""
+    cpus: float | None = None
+    """CPUs of every run container (the task's `Environment.cpus`, at most the engine's)."""
+
+
+HOST_ALIAS = "host.docker.internal"
+"""How a container with a network reaches the host (a model endpoint, the replay server)."""
+
+EXCERPT_CHARS = 400
+RUN_FILES = (
+    "reward.json",
+    "report.json",
+    "test-output.txt",
+    "apply.log",
+    "agent.txt",
+    "collect.txt",
+    "grader.txt",
+    "model.patch",
+)
+"""What one run writes in its log folder (cleared first, so nothing stale is read back)."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The last meaningful lines of a log, on one line, at most `limit` characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    joined = " | ".join(lines)
+    return joined if len(joined) <= limit else "…" + joined[-limit:]
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What the agent phase left: the collected patch and, for the oracle, solve.sh's exit."""
+
+    patch: bytes
+    solve_exit: int | None = None
+    solve_log: Path | None = None
+
+
+@contextmanager
+def _container(
+    client: DockerClient,
+    image: str,
+    task: str,
+    role: str,
+    command: list[str],
+    workdir: str,
+    network: bool,
+    memory_mb: int | None = None,
+    env: Mapping[str, str] | None = None,
+    cpus: float | None = None,
+    removals: list[threading.Thread] | None = None,
+) -> Iterator[Any]:
+    """A created container, removed (forced) on leaving: here, or in a thread appended to
+    `removals` when given (the caller joins it; the run goes on meanwhile).
+    """
+    check_cancelled()
+    name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
+    kwargs: dict[str, Any] = (
+        {"extra_hosts": {HOST_ALIAS: "host-gateway"}} if network else {"network_mode": "none"}
+    )
+    if env:
+        kwargs["environment"] = dict(env)
+    if memory_mb is not None:
+        kwargs["mem_limit"] = f"{memory_mb}m"
+        kwargs["memswap_limit"] = f"{memory_mb}m"
+    if cpus is not None:
+        # A quota, as the harness sets it: what `nproc`-style checks of the cgroup read.
+        kwargs["nano_cpus"] = int(min(cpus, _engine_cpus(client)) * 1e9)
+    container = client.containers.create(
+        image,
+        command=command,
+        name=name,
+        labels=labels_for(task, role),
+        working_dir=workdir,
+        detach=True,
+        **kwargs,
+    )
+    try:
+        yield container
+    finally:
+        if removals is None:
+            _remove_container(container)
+        else:
+            removal = threading.Thread(target=_remove_container, args=(container,), daemon=True)
+            removal.start()
+            removals.append(removal)
+
+
+def _remove_container(container: Any) -> None:
+    try:
+        container.remove(force=True)
+    except Exception:  # noqa: BLE001 - already gone, or the daemon is gone: nothing to undo
+        pass
+
+
+def _engine_cpus(client: DockerClient) -> float:
+    """The engine's CPU count (a quota above it is refused)."""
+    info = client.info() if hasattr(client, "info") else {}
+    return float(info.get("NCPU") or 1)
+
+
+def _exec(container: Any, command: str, workdir: str, timeout: int) -> tuple[int, str]:
+    """Run a shell command in a running container with a deadline (enforced by `timeout`)."""
+    result = container.exec_run(
+        ["timeout", "--kill-after=10", str(timeout), "bash", "-c", command],
+        workdir=workdir,
+        demux=False,
+    )
+    return int(result.exit_code), (result.output or b"").decode(errors="replace")
+
+
+def _oom_killed(box: Any) -> bool:
+    """Whether the kernel killed a process of the container for memory (cgroup OOM)."""
+    box.reload()
+    return bool((box.attrs.get("State") or {}).get("OOMKilled"))
+
+
+def _oom_error(plan: RunPlan, phase: str, log_dir: Path) -> RunError:
+    limit = f"{plan.memory_mb} MiB" if plan.memory_mb else "the engine's limit"
+    return RunError(
+        plan.task, f"{phase} container was killed for memory (OOMKilled, limit {limit})", log_dir
+    )
+
+
+def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -> bytes:
+    """Run the agent phase (oracle or nop) and return the collected model.patch."""
+    return agent_phase(client, plan, kind, log_dir).patch
+
+
+def agent_phase(
+    client: DockerClient,
+    plan: RunPlan,
+    kind: str,
+    log_dir: Path,
+    removals: list[threading.Thread] | None = None,
+) -> AgentOutcome:
+    """Run the agent phase (oracle or nop); the collected model.patch and solve.sh's exit.
+    With `removals`, the agent container is removed in a thread added there.
+    """
+    solve_exit: int | None = None
+    solve_log: Path | None = None
+    with _container(
+        client,
+        plan.agent_image,
+        plan.task,
+        f"agent-{kind}",
+        ["sleep", "infinity"],
+        plan.workdir,
+        plan.network,
+        plan.memory_mb,
+        cpus=plan.cpus,
+        removals=removals,
+    ) as box:
+        box.start()
+        if kind == "oracle":
+            files = {
+                f"solution/{p.relative_to(plan.solution_dir).as_posix()}": p.read_bytes()
+                for p in sorted(plan.solution_dir.rglob("*"))
+                if p.is_file()
+            }
+            box.put_archive("/", make_tar(files, {"solution/solve.sh": 0o755}))
+            solve_exit, out = _exec(box, "/solution/solve.sh", plan.workdir, plan.agent_timeout_sec)
+            solve_log = log_dir / "agent.txt"
+            solve_log.write_text(f"exit code {solve_exit}\n{out}")
+        code, out = _exec(box, plan.collect, plan.workdir, 120)
+        if code != 0:
+            (log_dir / "collect.txt").write_text(out)
+        if plan.memory_mb is not None and _oom_killed(box):
+            raise _oom_error(plan, "agent", log_dir)
+        stream, _ = box.get_archive("/logs/artifacts/model.patch")
+        data = read_tar_member(b"".join(stream), "model.patch")
+        return AgentOutcome(data or b"", solve_exit, solve_log)
+
+
+def _grader_container(client: DockerClient, plan: RunPlan, kind: str, command: list[str]) -> Any:
+    return _container(
+        client,
+        plan.grader_image,
+        plan.task,
+        f"grader-{kind}",
+        command,
+        plan.workdir,
+        plan.grader_network,
+        plan.memory_mb,
+        dict(plan.grader_env),
+        cpus=plan.cpus,
+    )
+
+
+class EarlyGrader:
+    """A fresh grader container created and started behind the gate (GATE_SCRIPT) in a
+    thread, while the agent phase runs; `close` removes it whatever happened.
+    """
+
+    def __init__(self, client: DockerClient, plan: RunPlan, kind: str) -> None:
+        self._stack = ExitStack()
+        self._box: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._start, args=(client, plan, kind), name=f"grader-{kind}", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, client: DockerClient, plan: RunPlan, kind: str) -> None:
+        try:
+            box = self._stack.enter_context(
+                _grader_container(client, plan, kind, ["bash", "-c", GATE_SCRIPT])
+            )
+            box.start()
+            self._box = box
+        except BaseException as exc:  # noqa: BLE001 - raised again where the grader is needed
+            self._error = exc
+
+    def container(self) -> Any:
+        """The started container (the error that kept it from starting is raised here)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._box
+
+    def close(self) -> None:
+        self._thread.join()
+        self._stack.close()
+
+
+def run_grader_phase(
+    client: DockerClient,
+    plan: RunPlan,
+    kind: str,
+    patch: bytes,
+    log_dir: Path,
+    early: EarlyGrader | None = None,
+) -> dict[str, Any]:
+    """Grade `patch` in a fresh grader container (`early`'s, started behind its gate, when
+    given); return report.json (reward always present).
+    """
+    (log_dir / "model.patch").write_bytes(patch)
+    with (
+        nullcontext(early.container())
+        if early is not None
+        else _grader_container(client, plan, kind, ["bash", "/tests/test.sh"])
+    ) as box:
+        if early is not None:
+            box.put_archive("/", make_tar({PATCH_MEMBER: patch, GATE_MEMBER: b""}))
+        else:
+            box.put_archive("/", make_tar({PATCH_MEMBER: patch}))
+            box.start()
+        deadline = plan.grade_timeout_sec + 120
+        try:
+            status = box.wait(timeout=deadline)
+        except Exception as exc:  # requests ReadTimeout or connection errors
+            if is_connection_error(exc):
+                raise RunError(
+                    plan.task,
+                    f"lost the Docker engine while grading ({type(exc).__name__}: {exc})",
+                    log_dir,
+                ) from exc
+            try:
+                box.kill()
+            except Exception:  # noqa: BLE001 - best effort before the report says why
+                pass
+            raise RunError(
+                plan.task,
+                f"grader did not finish within {deadline} s (timeout; {type(exc).__name__})",
+                log_dir,
+            ) from exc
+        if _oom_killed(box):
+            (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
+            raise _oom_error(plan, "grader", log_dir)
+        (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
+        stream, _ = box.get_archive("/logs/verifier")
+        archive = b"".join(stream)
+        files = {}
+        for name in ("reward.json", "report.json", "test-output.txt"):
+            data = read_tar_member(archive, name)
+            if data is not None:
+                (log_dir / name).write_bytes(data)
+                files[name] = data
+        extract_tree(archive, "verifier/judge/", log_dir / "judge")
+    reward = json.loads(files["reward.json"]) if "reward.json" in files else None
+    report = json.loads(files["report.json"]) if "report.json" in files else {}
+    if not isinstance(reward, dict) or "reward" not in reward:
+        raise RunError(
+            plan.task, f"no reward.json written (grader exit {status.get('StatusCode')})", log_dir
+        )
+    report["reward_json"] = reward
+    apply = report.get("apply")
+    if report.get("status") == "patch_failed" and isinstance(apply, dict) and apply.get("log"):
+        (log_dir / "apply.log").write_text(str(apply["log"]))
+    return report
+
+
+def run_once(
+    client: DockerClient, plan: RunPlan, kind: str, log_dir: Path, patch: bytes | None = None
+) -> RunResult:
+    """One full run: agent phase (unless a patch is given), then grading.
+
+    Infrastructure faults (timeouts, OOM kills, a lost engine) become an `infra_error` run;
+    reward.json is still written as 0 in the run's log folder, as Harbor would read it.
+    """
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for stale in RUN_FILES:
+        (log_dir / stale).unlink(missing_ok=True)
+    shutil.rmtree(log_dir / "judge", ignore_errors=True)
+    started = time.monotonic()
+    agent: AgentOutcome | None = None
+    early = EarlyGrader(client, plan, kind) if patch is None else None
+    removals: list[threading.Thread] = []  # the agent container's, while the grader runs
+    try:
+        if patch is None:
+            agent = agent_phase(client, plan, kind, log_dir, removals)
+            patch = agent.patch
+        report = run_grader_phase(client, plan, kind, patch, log_dir, early)
+    except RunError as exc:
+        _write_zero_reward(log_dir, exc.reason)
+        return RunResult(
+            kind=kind,
+            reward=None,
+            grade_status="infra_error",
+            reason=exc.reason,
+            duration_sec=round(time.monotonic() - started, 3),
+            log_dir=str(log_dir),
+        )
+    finally:
+        if early is not None:
+            early.close()
+        for removal in removals:
+            removal.join()
+    rewards = report["reward_json"]
+    subscores = {k: float(v) for k, v in rewards.items() if k != "reward"}
+    apply_log: str | None = None
+    apply_excerpt: str | None = None
+    if agent is not None and agent.solve_exit not in (None, 0) and agent.solve_log is not None:
+        apply_log = str(agent.solve_log)
+        apply_excerpt = f"solve.sh exit {agent.solve_exit}: " + excerpt(
+            agent.solve_log.read_text(errors="replace").split("\n", 1)[-1]
+        )
+    elif (log_dir / "apply.log").is_file():
+        apply_log = str(log_dir / "apply.log")
+        apply_excerpt = excerpt((log_dir / "apply.log").read_text(errors="replace"))
+    reason = report.get("reason") or failed_tests_reason(report)
+    grade_status = str(report.get("status", "graded"))
+    if grade_status == "infra_error" and reason and "timeout" in str(reason):
+        reason = f"timeout: the test command ran past {plan.grade_timeout_sec} s ({reason})"
+    return RunResult(
+        kind=kind,
+        reward=float(rewards["reward"]),
+        subscores=subscores,
+        grade_status=grade_status,
+        reason=reason,
+        duration_sec=round(time.monotonic() - started, 3),
+        log_dir=str(log_dir),
+        apply_log=apply_log,
+        apply_excerpt=apply_excerpt,
+        judge=judge_record(report.get("judge"), log_dir / "judge"),
+        **run_evidence(report, log_dir / "test-output.txt"),
+    )
+
+
+def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
+    """What the test command's run showed: how many tests it reported, its exit code, and the
+    end of its output when it reported none (the environment could not run the tests).
+    """
+    tests = report.get("tests")
+    if not isinstance(tests, dict):
+        return {}
+    code = report.get("exit_code")
+    evidence: dict[str, Any] = {
+        "tests_run": len(tests),
+        "exit_code": code if isinstance(code, int) else None,
+    }
+    if not tests and output.is_file():
+        lines = [ln for ln in output.read_text(errors="replace").splitlines() if ln.strip()]
+        evidence["test_tail"] = " | ".join(ln[:200] for ln in lines[-6:])
+    return evidence
+
+
+def judge_record(judge: Any, root: Path) -> dict[str, Any] | None:
+    """The report's judge section with paths on this machine (`root` holds the workflows'
+    folders: screenshots, agent and app logs).
+    """
+    if not isinstance(judge, dict):
+        return None
+    record = dict(judge)
+    workflows = []
+    for item in judge.get("workflows") or []:
+        if not isinstance(item, dict):
+            continue
+        item = dict(item)
+        local = root / Path(str(item.get("log_dir", ""))).name
+        item["log_dir"] = str(local)
+        if item.get("screenshot"):
+            item["screenshot"] = str(local / "screenshot.png")
+        workflows.append(item)
+    record["workflows"] = workflows
+    return record
+
+
+def failed_tests_reason(report: dict[str, Any]) -> str | None:
+    """Which listed tests failed or went missing (first few per group, and the counts)."""
+    failed = report.get("failed_tests")
+    counts = report.get("failed_counts")
+    if not isinstance(failed, dict) or not isinstance(counts, dict):
+        return None
+    tests = report.get("tests")
+    statuses: dict[str, Any] = tests if isinstance(tests, dict) else {}
+    parts = []
+    for group, ids in failed.items():
+        count = counts.get(group, 0)
+        if not count or not isinstance(ids, list):
+            continue
+        shown = [f"{i} ({statuses.get(i, 'missing')})" for i in ids[:3]]
+        more = f" and {count - len(shown)} more" if count > len(shown) else ""
+        parts.append(f"{group}: {count} not passed: {', '.join(shown)}{more}")
+    return "; ".join(parts) or None
+
+
+def _write_zero_reward(log_dir: Path, reason: str) -> None:
+    """A run that did not finish still leaves reward.json = 0 (fail closed), unless the grader
+    wrote one; report.json says why.
+    """
+    from packager.render.write import write_json
+
+    if not (log_dir / "reward.json").is_file():
+        write_json(log_dir / "reward.json", {"reward": 0})
+    if not (log_dir / "report.json").is_file():
+        write_json(
+            log_dir / "report.json", {"status": "infra_error", "reason": reason, "reward": 0}
+        )
+
+
+def decide_status(
+    oracle: list[RunResult], nop: RunResult | None, expected_nop: float | None
+) -> tuple[Status, str | None]:
+    """The task status from its runs (see DESIGN §7)."""
+    runs = [*oracle, *([nop] if nop else [])]
+    judged = next((r for r in runs if r.grade_status == "needs_judge"), None)
+    if judged is not None:
+        return "needs_judge", judged.reason
+    broken = [r for r in runs if r.reward is None or r.grade_status == "infra_error"]
+    if broken:
+        return "infra_error", f"{broken[0].kind} run: {broken[0].reason}"
+    solved = [r.reward == 1.0 for r in oracle]
+    if not any(solved) and all(r.tests_run == 0 for r in runs):
+        # Not a verdict on the gold patch: the environment cannot run the tests at all (the
+        # runner is missing, or collection dies on an import) - a build problem.
+        first = oracle[0]
+        return "build_failed", (
+            f"the environment's test command step failed: it reported no test "
+            f"(exit {first.exit_code}) in any run; last lines: {first.test_tail or '-'}"
+        )
+    if not any(solved):
+        worst = oracle[0]
+        reason = f"oracle reward {worst.reward} ({worst.grade_status}: {worst.reason})"
+        if worst.apply_log:
+            reason += f"; gold patch did not apply: {worst.apply_excerpt} (log: {worst.apply_log})"
+        return "gold_failed", reason
+    if not all(solved):
+        return "flaky", f"oracle rewards {[r.reward for r in oracle]}"
+    assert nop is not None and nop.reward is not None
+    if nop.reward >= 1.0:
+        return "nop_solved", "the untouched repository already scores 1.0"
+    if expected_nop is not None and abs(nop.reward - expected_nop) > 1e-6:
+        return "nop_mismatch", f"nop reward {nop.reward} != the row's base reward {expected_nop}"
+    if nop.judge is not None and nop.subscores.get("target") == 1.0:
+        # A browser-judged task must fail its target workflow on the untouched app (the bug is
+        # there); a nop that fails only the preservation workflow proves nothing about the fix.
+        return "nop_mismatch", "the untouched app passes the target workflow (it fails another)"
+    return "verified", None
+
+
+def make_result(
+    *,
+    task: str,
+    instance_id: str,
+    dataset: str,
+    engine: str,
+    images: dict[str, str],
+    oracle: list[RunResult],
+    nop: RunResult | None,
+    expected_nop: float | None,
+    durations: dict[str, float],
+    logs: dict[str, str],
+) -> TaskResult:
+    """Assemble a TaskResult with its status."""
+    status, reason = decide_status(oracle, nop, expected_nop)
+    return TaskResult(
+        task=task,
+        instance_id=instance_id,
+        dataset=dataset,
+        status=status,
+        reason=reason,
+        engine=engine,
+        images=images,
+        oracle=tuple(oracle),
+        nop=nop,
+        expected_nop=expected_nop,
+        durations=durations,
+        logs=logs,
+    )

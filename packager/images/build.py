@@ -1,0 +1,675 @@
+"""Images: the agent image, then the grader image FROM it, through the Docker SDK.
+
+Tags are content hashes minted at render time, so an image that exists is never rebuilt. Every
+image carries labels naming the tool and the task; build output goes to a log file; a build has
+a deadline. The Docker client sits behind a small Protocol so unit tests can pass a fake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import socket
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from packager.errors import BuildError, EngineUnavailableError, RunError
+from packager.images import bases
+from packager.render import naming
+
+ENGINE_HINT = (
+    "no Docker engine is reachable. Run `make docker` (installs and starts dockerd on Debian "
+    "as root; seeds base images), or start Docker yourself and retry"
+)
+
+
+class DockerClient(Protocol):
+    """The part of `docker.DockerClient` this tool uses (a fake implements it in tests)."""
+
+    @property
+    def api(self) -> Any: ...
+
+    @property
+    def images(self) -> Any: ...
+
+    @property
+    def containers(self) -> Any: ...
+
+    def ping(self) -> bool: ...
+
+
+def connect(timeout: int = 120) -> DockerClient:
+    """A client for the local engine, or EngineUnavailableError with the fix."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:  # docker raises DockerException, requests errors, FileNotFoundError
+        raise EngineUnavailableError(ENGINE_HINT) from exc
+    return client  # type: ignore[no-any-return]
+
+
+def image_exists(client: DockerClient, tag: str) -> bool:
+    """Whether the engine has the image."""
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What building one image did."""
+
+    tag: str
+    built: bool
+    duration_sec: float
+    log_path: Path | None
+
+
+RUN_ID = uuid.uuid4().hex[:12]
+"""Labels containers of this process, so Ctrl-C removes exactly what this run started."""
+
+LABEL_PID = "packager.pid"
+LABEL_HOST = "packager.host"
+"""Containers also name the process that owns them, so a later run can remove the orphans of a
+run that died with the daemon unreachable (it could not remove its own containers then)."""
+
+CANCEL = threading.Event()
+"""Set on Ctrl-C: workers stop before their next container or build, and builds stop waiting."""
+
+
+class Cancelled(Exception):
+    """The run was interrupted (Ctrl-C); raised in workers, never reported as a task result."""
+
+
+def check_cancelled() -> None:
+    """Raise Cancelled once the run has been interrupted."""
+    if CANCEL.is_set():
+        raise Cancelled
+
+
+def labels_for(task: str, role: str, *, container: bool = True) -> dict[str, str]:
+    """Labels on every image and container this tool makes (containers also name the run)."""
+    labels = {naming.LABEL_TOOL: "packager", naming.LABEL_TASK: task, naming.LABEL_ROLE: role}
+    if container:
+        labels[naming.LABEL_RUN] = RUN_ID
+        labels[LABEL_PID] = str(os.getpid())
+        labels[LABEL_HOST] = socket.gethostname()
+    return labels
+
+
+def remove_run_containers(client: DockerClient) -> int:
+    """Force-remove every container this process started (after Ctrl-C); returns the count."""
+    return _remove(
+        client.containers.list(
+            all=True, sparse=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"}
+        )
+    )
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_orphan_containers(client: DockerClient) -> int:
+    """Remove containers left by packager runs of this host whose process is gone (a run that
+    lost the daemon cannot remove its own containers). Live runs' containers are never touched.
+    """
+    host = socket.gethostname()
+    orphans = []
+    # Sparse listing reads labels from the list call itself: a full listing inspects each
+    # container and fails when a concurrent run removes one in between.
+    for container in client.containers.list(
+        all=True,
+        sparse=True,
+        filters={"label": [f"{naming.LABEL_TOOL}=packager", f"{LABEL_HOST}={host}"]},
+    ):
+        labels = container.attrs.get("Labels") or {}
+        pid = labels.get(LABEL_PID, "")
+        if labels.get(naming.LABEL_RUN) == RUN_ID or not pid.isdigit():
+            continue
+        if not _pid_alive(int(pid)):
+            orphans.append(container)
+    return _remove(orphans)
+
+
+def _remove(containers: list[Any]) -> int:
+    removed = 0
+    for container in containers:
+        try:
+            container.remove(force=True)
+            removed += 1
+        except Exception:  # noqa: BLE001 - it may be gone already
+            pass
+    return removed
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether an SDK error means the engine went away (connection refused, reset or cut
+    mid-response), as opposed to a read timeout or a refusal by a live engine.
+    """
+    import requests
+
+    if isinstance(exc, requests.exceptions.ReadTimeout) or "timed out" in str(exc).lower():
+        return False
+    return isinstance(
+        exc, (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError)
+    )
+
+
+def base_images(dockerfile: str) -> list[str]:
+    """Images the FROM lines name, without build stages, `scratch` and `${ARG}` references."""
+    stages: set[str] = set()
+    images: list[str] = []
+    for line in dockerfile.splitlines():
+        words = [w for w in line.split() if not w.startswith("--")]
+        if not words or words[0].upper() != "FROM" or len(words) < 2:
+            continue
+        image = words[1]
+        if len(words) >= 4 and words[2].upper() == "AS":
+            stages.add(words[3].lower())
+        if image.lower() in stages or image == "scratch" or "$" in image:
+            continue
+        if image not in images:
+            images.append(image)
+    return images
+
+
+def check_base_images(
+    client: DockerClient, dockerfile: str, *, task: str, log_path: Path, pull: bool
+) -> None:
+    """Make sure every base image the Dockerfile names is present before building (a build
+    would otherwise try the registry, which can hang where none is reachable): a missing one is
+    pulled (with `pull`, or an official `python:*` image) or seeded from Debian's archive
+    (`debian:<suite>-slim` of a Python Debian ships, packager.images.bases). Fails fast, naming
+    every image that can be neither, and with the seeding log when seeding fails.
+    """
+    missing: list[bases.BaseImageMissing] = []
+    for image in base_images(dockerfile):
+        if image_exists(client, image):
+            continue
+        try:
+            bases.ensure_base_image(client, image, log_dir=log_path.parent, pull=pull, task=task)
+        except bases.BaseImageMissing as exc:
+            missing.append(exc)
+    if missing:
+        if pull:
+            reason = "; ".join(exc.reason for exc in missing)
+        else:
+            reason = (
+                f"base image {', '.join(exc.image for exc in missing)} not present locally "
+                "and pulls are disabled (docker pull/load it first, or pass --pull)"
+            )
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"ERROR: {reason}\n")
+        raise BuildError(task, missing[0].image, reason, log_path)
+
+
+def build_image(
+    client: DockerClient,
+    *,
+    task: str,
+    role: str,
+    context: Path,
+    tag: str,
+    log_path: Path,
+    timeout_sec: float,
+    buildargs: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    force: bool = False,
+    context_tar: bytes | None = None,
+) -> BuildOutcome:
+    """Build `context` into `tag` unless it exists (or `force`); raise BuildError with the log
+    on failure. `labels` are added to the tool's own. `context_tar`, when given, is sent as
+    the build context instead of the folder `context`.
+    """
+    if not force and image_exists(client, tag):
+        return BuildOutcome(tag, False, 0.0, None)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    error: list[str] = []
+    lost: list[str] = []
+    done = threading.Event()
+
+    def stream() -> None:
+        try:
+            with log_path.open("w", encoding="utf-8") as log:
+                source: dict[str, Any] = (
+                    {"path": str(context)}
+                    if context_tar is None
+                    else {"fileobj": io.BytesIO(context_tar), "custom_context": True}
+                )
+                for chunk in client.api.build(
+                    **source,
+                    tag=tag,
+                    labels={**labels_for(task, role, container=False), **(labels or {})},
+                    rm=True,
+                    forcerm=True,
+                    decode=True,
+                    buildargs=buildargs or {},
+                    pull=False,
+                ):
+                    if "stream" in chunk:
+                        log.write(chunk["stream"])
+                    if "error" in chunk:
+                        log.write(f"ERROR: {chunk['error']}\n")
+                        error.append(str(chunk["error"]).strip())
+                    log.flush()
+        except Exception as exc:  # the SDK raises APIError, BuildError, connection errors
+            if is_connection_error(exc):
+                lost.append(f"{type(exc).__name__}: {exc}")
+            else:
+                error.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=stream, daemon=True)
+    worker.start()
+    deadline = started + timeout_sec
+    while not done.wait(0.5):
+        check_cancelled()
+        if time.monotonic() >= deadline:
+            raise BuildError(task, tag, f"timed out after {timeout_sec:.0f} s", log_path)
+    if lost:
+        raise RunError(task, f"lost the Docker engine while building {tag}: {lost[-1]}", log_path)
+    if error or not image_exists(client, tag):
+        reason = error[-1] if error else "no image produced"
+        raise BuildError(task, tag, reason.splitlines()[-1][:300], log_path)
+    return BuildOutcome(tag, True, time.monotonic() - started, log_path)
+
+
+LABEL_BASES = "packager.bases"
+"""On agent images: the ids of the images their FROM lines named when they were built. A tag is
+a hash of the build context, which names a base image but not its content; a base that changed
+since (a re-pulled or rebuilt published image) makes the agent image stale."""
+
+
+def base_ids(client: DockerClient, dockerfile: str) -> str:
+    """`image=id` for every base image the Dockerfile names that the engine has, sorted."""
+    import docker.errors
+
+    found = []
+    for image in base_images(dockerfile):
+        try:
+            found.append(f"{image}={client.images.get(image).id}")
+        except docker.errors.ImageNotFound:
+            found.append(f"{image}=?")
+    return ",".join(sorted(found))
+
+
+def stale_bases(client: DockerClient, tag: str, bases: str) -> bool:
+    """Whether an existing image was built on other base images than the current ones (or
+    does not say: built before bases were recorded).
+    """
+    image = client.images.get(tag)
+    recorded = ((image.attrs.get("Config") or {}).get("Labels") or {}).get(LABEL_BASES)
+    return recorded != bases
+
+
+def ca_base_image(client: DockerClient, base: str, ca_bundle: Path, log_dir: Path) -> str:
+    """An image FROM `base` that trusts an extra CA bundle (TLS-intercepting proxies)."""
+    data = ca_bundle.read_bytes()
+    digest = hashlib.sha256(base.encode() + b"\0" + data).hexdigest()
+    tag = f"packager/ca-base:{digest[:12]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = Path(tmp)
+        (ctx / "extra-ca.crt").write_bytes(data)
+        (ctx / "Dockerfile").write_text(
+            f"FROM {base}\n"
+            "COPY extra-ca.crt /usr/local/share/ca-certificates/packager-extra-ca.crt\n"
+            "ENV PIP_CERT=/usr/local/share/ca-certificates/packager-extra-ca.crt \\\n"
+            "    REQUESTS_CA_BUNDLE=/usr/local/share/ca-certificates/packager-extra-ca.crt \\\n"
+            "    NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/packager-extra-ca.crt\n"
+        )
+        build_image(
+            client,
+            task="ca-base",
+            role="ca",
+            context=ctx,
+            tag=tag,
+            log_path=log_dir / "ca-base.log",
+            timeout_sec=600,
+        )
+    return tag
+
+
+def with_base_override(dockerfile: str) -> str:
+    """Make the first FROM overridable by the PACKAGER_BASE build argument."""
+    lines = dockerfile.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        words = line.split()
+        if words and words[0].upper() == "FROM":
+            rest = line[line.index(words[1]) + len(words[1]) :]
+            lines[i] = f"ARG PACKAGER_BASE={words[1]}\nFROM ${{PACKAGER_BASE}}{rest}"
+            break
+    return "".join(lines)
+
+
+def first_from(dockerfile: str) -> str:
+    """The image the first FROM line names."""
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if words and words[0].upper() == "FROM":
+            return words[1]
+    raise ValueError("no FROM line")
+
+
+# --------------------------------------------------------------------------- flattened bases
+
+FLATTEN_RECIPE = "1"
+"""Version of the flatten recipe (`make_flatten_dockerfile`, `flatten_image`): part of a flat
+image's tag, so a changed recipe makes new flat images (and, through `LABEL_FLAT_BASE`, new
+agent images)."""
+
+FLAT_REPOSITORY = "packager/flat"
+LABEL_FLAT_BASE = "packager.flat_base"
+"""On agent images built FROM a flattened published image: the flat image's tag."""
+LABEL_FLATTENED_FROM = "packager.flattened_from"
+"""On flat images and the agent images built FROM them: `<published image>@<its id>`."""
+
+_ENV_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _dockerfile_word(value: str) -> str:
+    """`value` as one double-quoted Dockerfile word, taken literally by ENV, LABEL and the
+    flag values of HEALTHCHECK: no `$` expansion, quotes and backslashes kept.
+
+    A value holding a line break cannot be written in a Dockerfile (a trailing backslash joins
+    lines): ValueError.
+    """
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise ValueError(f"a line break or NUL in {value[:40]!r} cannot be written in a Dockerfile")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def _json_words(words: Any, field: str) -> str:
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise ValueError(f"image config {field} is not a list of strings: {words!r}")
+    text = json.dumps(words)
+    if "\n" in text:  # json.dumps escapes line breaks; this never happens
+        raise ValueError(f"image config {field} cannot be written on one line")
+    return text
+
+
+def _duration(nanoseconds: Any) -> str | None:
+    return f"{int(nanoseconds)}ns" if isinstance(nanoseconds, int) and nanoseconds > 0 else None
+
+
+def make_flatten_dockerfile(image: str, config: Mapping[str, Any], workdir: str) -> str:
+    """A multi-stage Dockerfile that copies the file system of `image` (a published harness
+    image), without `<workdir>/.git`, into one layer on `scratch`, and restates its run
+    configuration (`config`: the image's `Config` as `docker image inspect` shows it).
+
+    Why: a later layer cannot remove what an earlier layer holds (a whiteout hides a file from
+    containers, not from anyone holding the image), so history the published image's own layers
+    carry (later commits, branches, tags, unreachable objects) would stay in any image built
+    FROM it. Copying the final file system of a stage that deleted `.git` keeps none of it.
+
+    The first stage's images carry the tool's label, so `packager clean` prunes them once they
+    dangle. Restated: Env (every value literal), WorkingDir, User, Shell, Entrypoint, Cmd,
+    ExposedPorts, Volumes, StopSignal, Healthcheck and Labels (but this tool's own
+    `packager.*` labels).
+    ONBUILD triggers of `image` run in the first stage (as in any build FROM it) and are not
+    carried over. Raises ValueError for a value a Dockerfile cannot hold (a line break).
+    """
+    if not workdir.startswith("/") or "\n" in workdir:
+        raise ValueError(f"workdir {workdir!r} is not an absolute path")
+    lines = [
+        f"# Flattened: the file system of {image} without {workdir}/.git, in one layer.",
+        f"# packager flatten recipe {FLATTEN_RECIPE}.",
+        f"FROM {image} AS published",
+        # The stage's images are left as build cache: labelled, `packager clean` prunes them
+        # (else they would keep the published image's layers after it is removed).
+        f"LABEL {naming.LABEL_TOOL}=packager {naming.LABEL_ROLE}=flat-stage",
+        "USER root",
+        f"RUN rm -rf {shlex.quote(workdir.rstrip('/') + '/.git')}",
+        "FROM scratch",
+        "COPY --from=published / /",
+    ]
+    env = []
+    for item in config.get("Env") or []:
+        key, sep, value = str(item).partition("=")
+        if not sep or not _ENV_KEY.fullmatch(key):
+            raise ValueError(f"image config Env entry {str(item)[:60]!r} cannot be restated")
+        env.append(f"{key}={_dockerfile_word(value)}")
+    if env:
+        lines.append("ENV " + " \\\n    ".join(env))
+    labels = {
+        str(k): str(v)
+        for k, v in sorted((config.get("Labels") or {}).items())
+        if not str(k).startswith("packager.")
+    }
+    if labels:
+        pairs = [f"{_dockerfile_word(k)}={_dockerfile_word(v)}" for k, v in labels.items()]
+        lines.append("LABEL " + " \\\n    ".join(pairs))
+    for port in sorted(config.get("ExposedPorts") or {}):
+        lines.append(f"EXPOSE {port}")
+    volumes = sorted(config.get("Volumes") or {})
+    if volumes:
+        lines.append(f"VOLUME {_json_words(volumes, 'Volumes')}")
+    if config.get("StopSignal"):
+        lines.append(f"STOPSIGNAL {config['StopSignal']}")
+    health = config.get("Healthcheck") or {}
+    test = health.get("Test") or []
+    if test and test[0] == "NONE":
+        lines.append("HEALTHCHECK NONE")
+    elif len(test) >= 2 and test[0] in ("CMD", "CMD-SHELL"):
+        flags = [
+            f"--{flag}={value}"
+            for flag, value in (
+                ("interval", _duration(health.get("Interval"))),
+                ("timeout", _duration(health.get("Timeout"))),
+                ("start-period", _duration(health.get("StartPeriod"))),
+                ("retries", health.get("Retries") or None),
+            )
+            if value
+        ]
+        if test[0] == "CMD":
+            command = _json_words(test[1:], "Healthcheck")
+        else:  # the shell form, run by the image's shell as the image ran it
+            command = str(test[1])
+            if "\n" in command or "\r" in command or command.lstrip().startswith("["):
+                raise ValueError(f"health check {command[:40]!r} cannot be restated")
+        lines.append(" ".join(["HEALTHCHECK", *flags, "CMD", command]))
+    if config.get("Shell"):
+        lines.append(f"SHELL {_json_words(config['Shell'], 'Shell')}")
+    if config.get("WorkingDir"):
+        lines.append(f"WORKDIR {_dockerfile_word(str(config['WorkingDir']))}")
+    if config.get("Entrypoint"):
+        lines.append(f"ENTRYPOINT {_json_words(config['Entrypoint'], 'Entrypoint')}")
+    if config.get("Cmd"):
+        lines.append(f"CMD {_json_words(config['Cmd'], 'Cmd')}")
+    if config.get("User"):
+        lines.append(f"USER {_dockerfile_word(str(config['User']))}")
+    return "\n".join(lines) + "\n"
+
+
+def flat_tag(image_id: str, workdir: str, dockerfile: str) -> str:
+    """The flat image's tag: a hash of the published image's id, the workdir, the recipe
+    version and the Dockerfile made from them (a re-pulled image gets a new flat image).
+    """
+    digest = hashlib.sha256(
+        "\0".join((FLATTEN_RECIPE, image_id, workdir, dockerfile)).encode()
+    ).hexdigest()
+    return f"{FLAT_REPOSITORY}:{digest[:16]}"
+
+
+@dataclass(frozen=True)
+class FlatBase:
+    """A flattened published image (`flatten_plan`), built or not yet."""
+
+    image: str
+    """The published image, as the task names it."""
+    image_id: str
+    workdir: str
+    dockerfile: str
+    tag: str
+
+    @property
+    def source(self) -> str:
+        """`<published image>@<its id>`."""
+        return f"{self.image}@{self.image_id}"
+
+
+@dataclass(frozen=True)
+class FlattenOutcome:
+    """What `flatten_image` did."""
+
+    tag: str
+    built: bool
+    duration_sec: float
+    size_mb: float
+    log_path: Path | None
+
+
+def flatten_plan(client: DockerClient, image: str, workdir: str) -> FlatBase:
+    """The flat image for `image` (which must exist): its Dockerfile and tag, nothing built.
+
+    The Dockerfile names the image by id, so the build flattens exactly the image inspected
+    even if its tag moves meanwhile. Raises ValueError for a config a Dockerfile cannot hold.
+    """
+    found = client.images.get(image)
+    image_id = str(found.id)
+    dockerfile = make_flatten_dockerfile(image_id, found.attrs.get("Config") or {}, workdir)
+    return FlatBase(image, image_id, workdir, dockerfile, flat_tag(image_id, workdir, dockerfile))
+
+
+_FLATTEN_LOCKS: dict[str, threading.Lock] = {}
+_FLATTEN_LOCKS_GUARD = threading.Lock()
+
+
+def image_size_mb(client: DockerClient, tag: str) -> float:
+    """The image's size in MB (10^6 bytes, as `docker images` counts)."""
+    return round(int(client.images.get(tag).attrs.get("Size") or 0) / 1e6, 1)
+
+
+def flatten_image(
+    client: DockerClient, plan: FlatBase, *, task: str, log_path: Path, timeout_sec: float
+) -> FlattenOutcome:
+    """Build the flat image of `plan` unless it exists (`build_image`: a deadline, a log, the
+    tool's labels with role `flat`). Builds of one plan in this process run one at a time: a
+    task that waits for another's build reuses its image.
+    """
+    with _FLATTEN_LOCKS_GUARD:
+        lock = _FLATTEN_LOCKS.setdefault(plan.tag, threading.Lock())
+    while not lock.acquire(timeout=0.5):
+        check_cancelled()
+    try:
+        with tempfile.TemporaryDirectory(prefix="packager-flat-") as tmp:
+            (Path(tmp) / "Dockerfile").write_text(plan.dockerfile)
+            outcome = build_image(
+                client,
+                task=task,
+                role="flat",
+                context=Path(tmp),
+                tag=plan.tag,
+                log_path=log_path,
+                timeout_sec=timeout_sec,
+                labels={LABEL_FLATTENED_FROM: plan.source},
+            )
+    finally:
+        lock.release()
+    return FlattenOutcome(
+        plan.tag,
+        outcome.built,
+        outcome.duration_sec,
+        image_size_mb(client, plan.tag),
+        outcome.log_path,
+    )
+
+
+def read_tar_member(archive: bytes, name: str) -> bytes | None:
+    """One file out of a `get_archive` tar stream, or None."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and (member.name == name or member.name.endswith("/" + name)):
+                fh = tar.extractfile(member)
+                return fh.read() if fh else None
+    return None
+
+
+def extract_tree(archive: bytes, prefix: str, dest: Path) -> int:
+    """Write the regular files under `prefix` of a `get_archive` tar stream into `dest`
+    (paths below the prefix kept; anything that would land outside `dest` skipped).
+    Returns how many files were written.
+    """
+    written = 0
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if not member.isfile() or not member.name.startswith(prefix):
+                continue
+            rel = Path(member.name[len(prefix) :])
+            if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+                continue
+            fh = tar.extractfile(member)
+            if fh is None:
+                continue
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(fh.read())
+            written += 1
+    return written
+
+
+def make_tar(files: dict[str, bytes], modes: dict[str, int] | None = None) -> bytes:
+    """A tar stream for `put_archive` (paths relative to the target folder)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        dirs: set[str] = set()
+        for name in sorted(files):
+            parts = name.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d not in dirs:
+                    dirs.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type = tarfile.DIRTYPE
+                    info.mode = 0o777 if d.startswith("logs") else 0o755
+                    tar.addfile(info)
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            info.mode = (modes or {}).get(name, 0o644)
+            tar.addfile(info, io.BytesIO(files[name]))
+    return buf.getvalue()
+
+
+def image_label(client: DockerClient, tag: str, key: str) -> str | None:
+    """One label of an image that exists (None when it has no such label)."""
+    labels = (client.images.get(tag).attrs.get("Config") or {}).get("Labels") or {}
+    value = labels.get(key)
+    return None if value is None else str(value)
+
+
+def pull_missing(client: DockerClient, image: str, *, task: str, log_path: Path) -> None:
+    """Pull `image` when the engine lacks it (`--pull`); BuildError when that fails."""
+    if image_exists(client, image):
+        return
+    try:
+        client.images.pull(image)
+    except Exception as exc:  # noqa: BLE001 - APIError, ImageNotFound, connection errors
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"ERROR: pulling {image} failed: {exc}\n")
+        raise BuildError(task, image, f"pulling it failed: {exc}"[:300], log_path) from exc

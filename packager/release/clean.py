@@ -1,0 +1,142 @@
+"""`packager clean`: remove what this tool left on the Docker engine, found by its labels.
+
+Every image and container the tool makes carries `packager.tool=packager`, plus
+`packager.task` and `packager.role`. `clean` removes:
+- the containers;
+- the images, newest first kept per task and role with `--keep-newest N`;
+- the dangling intermediate images the legacy builder leaves (its build cache).
+
+It never touches images it did not make: base images, published images pulled by digest, or
+other projects' images. `disk_use` sums what the tool's images take, for the report.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from packager.images.build import DockerClient
+from packager.render.naming import LABEL_ROLE, LABEL_TASK, LABEL_TOOL
+
+TOOL_FILTER = {"label": f"{LABEL_TOOL}=packager"}
+
+
+@dataclass
+class CleanReport:
+    containers: int = 0
+    images: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    build_cache: int = 0
+    reclaimed_bytes: int = 0
+
+
+def _created(image: Any) -> str:
+    return str(image.attrs.get("Created", ""))
+
+
+def clean(
+    client: DockerClient,
+    *,
+    keep_newest: int = 0,
+    task_glob: str | None = None,
+    dry_run: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+) -> CleanReport:
+    """Remove the tool's containers, images (but the newest `keep_newest` per task and role)
+    and dangling build layers; with `dry_run`, only say what would go.
+    """
+    import fnmatch
+
+    import docker.errors
+
+    from packager.images.build import LABEL_HOST, LABEL_PID, _pid_alive
+
+    report = CleanReport()
+    layers_before = int(client.api.df().get("LayersSize") or 0)
+    unique = {
+        i["Id"]: max(0, int(i.get("Size") or 0) - max(0, int(i.get("SharedSize") or 0)))
+        for i in client.api.df().get("Images") or []
+    }
+    host = socket.gethostname()
+    for container in client.containers.list(all=True, filters=TOOL_FILTER):
+        labels = container.labels or {}
+        task = labels.get(LABEL_TASK, "")
+        if task_glob and not fnmatch.fnmatchcase(task, task_glob):
+            continue
+        pid = labels.get(LABEL_PID, "")
+        if labels.get(LABEL_HOST) == host and pid.isdigit() and _pid_alive(int(pid)):
+            log(f"kept container {container.name}: its run (pid {pid}) is still going")
+            continue
+        report.containers += 1
+        if not dry_run:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for image in client.images.list(filters=TOOL_FILTER):
+        labels = image.labels or {}
+        task = labels.get(LABEL_TASK, "")
+        if task_glob and not fnmatch.fnmatchcase(task, task_glob):
+            continue
+        groups.setdefault((task, labels.get(LABEL_ROLE, "")), []).append(image)
+    doomed: list[Any] = []
+    for images in groups.values():
+        images.sort(key=_created, reverse=True)
+        report.kept += [t for image in images[:keep_newest] for t in image.tags or [image.id]]
+        doomed += images[keep_newest:]
+    # Children (grader images) before their parents (agent images): newest first does that.
+    doomed.sort(key=_created, reverse=True)
+    for image in doomed:
+        names = image.tags or [image.id]
+        if dry_run:
+            report.images += names
+            report.reclaimed_bytes += unique.get(image.id, 0)
+            log(f"would remove {', '.join(names)}")
+            continue
+        try:
+            for name in names[1:]:
+                client.images.remove(name)  # untag all but one, then the image itself
+            client.images.remove(names[0])
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:  # in use by a container of a live run
+            log(f"kept {', '.join(names)}: {exc.explanation or exc}")
+            report.kept += names
+            continue
+        report.images += names
+        log(f"removed {', '.join(names)}")
+    if not dry_run:
+        pruned = client.images.prune(filters={"dangling": True, **TOOL_FILTER})
+        report.build_cache = len(pruned.get("ImagesDeleted") or [])
+        report.reclaimed_bytes = max(0, layers_before - int(client.api.df().get("LayersSize") or 0))
+    return report
+
+
+def disk_use(client: DockerClient) -> dict[str, int]:
+    """The tool's images on this engine: how many, their total size and the bytes only they
+    use (layers not shared with other images, base images included).
+    """
+    data = client.api.df()
+    images = [
+        i for i in data.get("Images") or [] if (i.get("Labels") or {}).get(LABEL_TOOL) == "packager"
+    ]
+    return {
+        "images": len(images),
+        "size_bytes": sum(int(i.get("Size") or 0) for i in images),
+        "unique_bytes": sum(
+            max(0, int(i.get("Size") or 0) - max(0, int(i.get("SharedSize") or 0))) for i in images
+        ),
+    }
+
+
+def human(size: int) -> str:
+    """Bytes for people: 1.2 GB, 340 MB, 12 kB."""
+    value = float(size)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit in ("B", "kB") else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"
