@@ -1,7 +1,8 @@
 """Adapters: one per dataset schema, each a pure `to_spec(row, ctx) -> TaskSpec`.
 
 Detection looks at the row's non-null columns; the first schema whose marker columns are all
-present wins (most specific first). `--schema` skips detection.
+present wins (most specific first). `--schema` skips detection. Schemas, their adapters and their
+marker columns are listed in `packager.registry` (SchemaName, SCHEMAS).
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ from typing import Any, Literal
 
 from packager.datasets.recipes import Recipes
 from packager.errors import DatasetError, RowError
-from packager.models.spec import Schema, TaskSpec
+from packager.models.spec import TaskSpec
+from packager.registry import SCHEMAS, SchemaName, load, parse
 
 Prebuilt = Literal["auto", "always", "never"]
+"""`--prebuilt` (typer checks a Literal's choices itself)."""
 Prompt = Literal["scoped", "specified"]
+"""`--prompt`."""
+History = Literal["full", "base-only"]
+"""`--history`."""
+PythonFallback = Literal["nearest", "never"]
+"""`--python-fallback`."""
 
 
 @dataclass(frozen=True)
@@ -36,10 +44,10 @@ class Context:
     """SWEeper: `scoped` gives the agent task_scoped, `specified` gives task_specified."""
     grader_entry: str | None = None
     """EC-SWE: the scoring script's path among grader_files (`--grader-entry`)."""
-    history: Literal["full", "base-only"] = "full"
+    history: History = "full"
     can_pull: Callable[[str], bool] = field(default=lambda _name: False)
     """Whether the engine can pull an image from a registry (the pipeline asks it once)."""
-    python_fallback: Literal["nearest", "never"] = "nearest"
+    python_fallback: PythonFallback = "nearest"
     """`--python-fallback`: use the nearest Python served when the one asked is not
     (`nearest`), or refuse the row (`never`)."""
 
@@ -48,14 +56,6 @@ class Context:
         return self.has_image(image) or self.can_pull(image)
 
 
-_MARKERS: tuple[tuple[Schema, tuple[str, ...]], ...] = (
-    ("sweeper", ("case_id", "workflows")),
-    ("pdl", ("files", "reward_formula")),
-    ("ec-swe", ("grader", "grader_files")),
-    ("swe-rebench", ("install_config", "docker_image")),
-    ("swebench", ("FAIL_TO_PASS", "environment_setup_commit")),
-)
-SCHEMAS: tuple[Schema, ...] = tuple(name for name, _ in _MARKERS)
 ID_COLUMNS = ("instance_id", "case_id")
 """The id column of a row: SWEeper rows have `case_id`, every other card `instance_id`."""
 
@@ -69,13 +69,13 @@ def row_id(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def detect_schema(row: Mapping[str, Any]) -> Schema:
+def detect_schema(row: Mapping[str, Any]) -> SchemaName:
     """The schema whose marker columns the row has, non-null (a table mixing datasets fills
     absent columns with nulls).
     """
     keys = {key for key, value in row.items() if value is not None}
-    for name, markers in _MARKERS:
-        if all(m in keys for m in markers):
+    for name, entry in SCHEMAS.items():
+        if all(m in keys for m in entry.markers):
             return name
     task = row_id(row) or "<no instance_id>"
     raise RowError(
@@ -88,18 +88,11 @@ def detect_schema(row: Mapping[str, Any]) -> Schema:
 
 def get_adapter(schema: str) -> Callable[[Mapping[str, Any], Context], TaskSpec]:
     """The `to_spec` function of a schema."""
-    from packager.adapters import ecswe, pdl, rebench, swebench, sweeper
-
-    table: dict[str, Callable[[Mapping[str, Any], Context], TaskSpec]] = {
-        "swebench": swebench.to_spec,
-        "swe-rebench": rebench.to_spec,
-        "ec-swe": ecswe.to_spec,
-        "pdl": pdl.to_spec,
-        "sweeper": sweeper.to_spec,
-    }
-    if schema not in table:
+    member = parse(SchemaName, schema)
+    if member is None:
         raise DatasetError(f"unknown schema {schema!r}; known: {', '.join(SCHEMAS)}")
-    return table[schema]
+    adapter: Callable[[Mapping[str, Any], Context], TaskSpec] = load(SCHEMAS[member])
+    return adapter
 
 
 def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> TaskSpec:

@@ -28,7 +28,8 @@ from packager.datasets.harness_specs import language as harness_language
 from packager.datasets.harness_specs import source as harness_source
 from packager.datasets.recipes import recipe_keys
 from packager.errors import RowError
-from packager.models.spec import Environment, Grading, Provenance, Repo, Schema, TaskSpec
+from packager.models.spec import Environment, Grading, Provenance, Repo, TaskSpec
+from packager.registry import SchemaName
 from packager.render.naming import make_slug
 
 _TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands", "nano_cpus")
@@ -36,12 +37,12 @@ _TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands", 
 
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     """Adapt one SWE-bench row."""
-    return to_spec_with(row, ctx, schema="swebench")
+    return to_spec_with(row, ctx, schema=SchemaName.SWEBENCH)
 
 
 def to_spec_rebench(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     """Adapt one SWE-rebench row."""
-    return to_spec_with(row, ctx, schema="swe-rebench")
+    return to_spec_with(row, ctx, schema=SchemaName.SWE_REBENCH)
 
 
 def _row_image(row: Mapping[str, Any], ctx: Context, task: str) -> str | None:
@@ -80,7 +81,7 @@ def _recipe_source(
     return None, "install_config", {}, ""
 
 
-def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: Schema) -> TaskSpec:
+def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) -> TaskSpec:
     """Shared by SWE-bench and SWE-rebench: they differ only in where the recipe comes from."""
     task = row_id(row) or get_str(row, "?", "instance_id")
     repo = get_str(row, task, "repo")

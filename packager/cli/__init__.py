@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from packager.engines import ENGINES
 from packager.errors import InputError, PackagerError
+from packager.registry import ENGINES
 
 if TYPE_CHECKING:
     from rich.console import Console

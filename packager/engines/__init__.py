@@ -4,10 +4,11 @@ An engine is one module of this package holding a factory
 
     def make_engine(*, environment: str = "docker") -> Engine
 
-and one line in `ENGINES` (name → module). Modules are imported only when their engine is
-asked for, so `harbor` costs nothing to a local run. `environment` is the environment type the
-engine's trials run in (`--harbor-env`): an engine that only runs on the local Docker engine
-accepts `docker` and raises `InputError` for any other type.
+and one member of `registry.EngineName` with its entry in `registry.ENGINES`. Modules are
+imported only when their engine is asked for, so `harbor` costs nothing to a local run.
+`environment` is the environment type the engine's trials run in (`--harbor-env`): an engine
+that only runs on the local Docker engine accepts `docker` and raises `InputError` for any
+other type.
 
 * `local` (`packager.engines.local`): the Docker SDK, Harbor's separate-verifier protocol
   reproduced in a few seconds per run.
@@ -16,23 +17,18 @@ accepts `docker` and raises `InputError` for any other type.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packager.errors import UnknownEngineError
+from packager.registry import ENGINES, EngineName, load, parse
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
     from packager.run.store import OutputPaths
 
-ENGINES: dict[str, str] = {
-    "local": "packager.engines.local",
-    "harbor": "packager.engines.harbor",
-}
-"""Engine name → the module whose `make_engine` makes it."""
-DEFAULT_ENGINE = "local"
+DEFAULT_ENGINE = EngineName.LOCAL
 DEFAULT_ENVIRONMENT = "docker"
 """The environment type of every engine unless told otherwise (Harbor's own default too)."""
 
@@ -72,9 +68,8 @@ def get_engine(name: str, **options: Any) -> Engine:
     Raises UnknownEngineError (naming the available engines) for a name not in ENGINES, and
     InputError for an option the engine cannot honour.
     """
-    module_name = ENGINES.get(name)
-    if module_name is None:
+    member = parse(EngineName, name)
+    if member is None:
         raise UnknownEngineError(name, ENGINES)
-    module = importlib.import_module(module_name)
-    engine: Engine = module.make_engine(**options)
+    engine: Engine = load(ENGINES[member])(**options)
     return engine

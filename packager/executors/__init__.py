@@ -8,29 +8,23 @@ rendered tasks and runs their jobs, reporting back through `Events` as each stag
 - `ray`: one job per task on a Ray cluster, at most `--workers-per-node` at once per node, each
   on its own node's Docker engine (packager[ray]; docs/scale.md).
 
-A third executor is one new module with a class like these and one line in `EXECUTORS`.
+A third executor is one new module with a class like these, one member of
+`registry.ExecutorName` and its entry in `registry.EXECUTORS`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packager.errors import InputError, PackagerError
+from packager.registry import EXECUTORS, ExecutorName, load, parse
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskResult, TaskSpec
     from packager.run.pipeline import BuildOptions, Staged
     from packager.run.store import OutputPaths
-
-
-EXECUTORS: dict[str, str] = {
-    "local": "packager.executors.local:LocalExecutor",
-    "ray": "packager.executors.ray:RayExecutor",
-}
-"""Executor name → `module:class` (imported only when chosen)."""
 
 
 @dataclass(frozen=True)
@@ -91,14 +85,10 @@ class ClusterUnavailableError(PackagerError):
 
 def get_executor(name: str, **options: Any) -> Executor:
     """The executor called `name`, made with `options` (its own keyword arguments)."""
-    try:
-        target = EXECUTORS[name]
-    except KeyError:
-        raise ExecutorError(
-            f"unknown executor {name!r} (available: {', '.join(EXECUTORS)})"
-        ) from None
-    module, _, cls = target.partition(":")
-    made: Executor = getattr(importlib.import_module(module), cls)(**options)
+    member = parse(ExecutorName, name)
+    if member is None:
+        raise ExecutorError(f"unknown executor {name!r} (available: {', '.join(EXECUTORS)})")
+    made: Executor = load(EXECUTORS[member])(**options)
     return made
 
 

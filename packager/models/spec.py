@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Schema = Literal["swebench", "swe-rebench", "ec-swe", "pdl", "sweeper"]
+from packager.registry import SchemaName
+
 Parser = str
 """A parser of the grading runtime (`packager.grading.parsers.PARSERS`)."""
 JsonValue = str | int | float | bool | None | list[str]
@@ -39,9 +40,12 @@ class Frozen(BaseModel):
 class Provenance(Frozen):
     """Where a task comes from."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=True)
+    """`schema_name` holds the schema's plain string (what every output file writes)."""
+
     dataset: str
     split: str
-    schema_name: Schema
+    schema_name: SchemaName
     instance_id: str
     slug: str
     language: str = "unknown"

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from packager import engines
-from packager.engines import ENGINES, get_engine
+from packager.engines import get_engine
 from packager.engines import harbor as harbor_engine
 from packager.errors import InputError, UnknownEngineError
 from packager.models.spec import TaskSpec
+from packager.registry import ENGINES
 from packager.run.store import OutputPaths
 from tests.conftest import run_cli
 

@@ -1,0 +1,66 @@
+"""The one registry shape: every named choice loads, detection follows the schema table, and a
+missing optional dependency names the extra that installs it."""
+
+from __future__ import annotations
+
+import pytest
+
+from packager import registry
+from packager.adapters import detect_schema, get_adapter
+from packager.errors import InputError
+from packager.registry import EngineName, Entry, ExecutorName, SchemaName
+
+
+@pytest.mark.parametrize(
+    ("kind", "table"),
+    [
+        (EngineName, registry.ENGINES),
+        (ExecutorName, registry.EXECUTORS),
+        (SchemaName, registry.SCHEMAS),
+    ],
+)
+def test_every_member_has_an_entry_that_loads(kind, table):
+    assert set(table) == set(kind)
+    for member, entry in table.items():
+        if entry.extra is not None:
+            continue  # optional dependency (ray): its loading is tested with the extra below
+        assert callable(registry.load(entry)), member
+
+
+def test_parse_takes_values_only():
+    assert registry.parse(EngineName, "harbor") is EngineName.HARBOR
+    assert registry.parse(EngineName, "HARBOR") is None
+    assert registry.parse(ExecutorName, "slurm") is None
+    assert registry.parse(SchemaName, "ec-swe") is SchemaName.EC_SWE
+
+
+def test_members_compare_as_their_strings():
+    assert SchemaName.SWE_REBENCH == "swe-rebench"
+    assert f"{EngineName.LOCAL}" == "local"
+    assert list(registry.EXECUTORS) == ["local", "ray"]
+
+
+def test_detection_follows_the_table_order():
+    # A row carrying every schema's markers is detected as the first schema of the table.
+    row = {column: "x" for entry in registry.SCHEMAS.values() for column in entry.markers}
+    assert detect_schema(row) is next(iter(registry.SCHEMAS))
+    # Each schema's own markers alone pick that schema.
+    for name, entry in registry.SCHEMAS.items():
+        assert detect_schema(dict.fromkeys(entry.markers, "x")) == name
+        assert get_adapter(name) is registry.load(entry)
+
+
+def test_missing_optional_dependency_names_the_extra(tmp_path, monkeypatch):
+    (tmp_path / "needs_absent.py").write_text("import absent_dependency_for_test\nX = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = Entry("needs_absent:X", extra="packager[absent]")
+    with pytest.raises(InputError, match=r"pip install 'packager\[absent\]'"):
+        registry.load(entry)
+    # Without an extra the import error is not dressed up: it is a bug, not a missing install.
+    with pytest.raises(ModuleNotFoundError):
+        registry.load(Entry("needs_absent:X"))
+
+
+def test_a_missing_module_itself_is_not_blamed_on_the_extra():
+    with pytest.raises(ModuleNotFoundError):
+        registry.load(Entry("packager.no_such_module:X", extra="packager[ray]"))
