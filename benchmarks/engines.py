@@ -1,10 +1,10 @@
 """Local engine vs Harbor: wall time of one oracle run of each gradeable sample task.
 
-One local-engine run (`packager.engines.containers.run_once`: agent container, collect, fresh grader
-container) and one `harbor run -p TASK -a oracle` trial (prebuilt images, compose, separate
-verifier), measured alternately (local, harbor, local, harbor, ...) for ROUNDS rounds in one
-run, because machines are noisy. Prints the medians and their ratio. Needs Docker and the pinned
-Harbor (`make harbor`); builds the images first (`packager build`, cached by content).
+One local-engine run (`packager.run.patch.grade_patch` of the oracle: agent container, collect,
+fresh grader container) and one `harbor run -p TASK -a oracle` trial (prebuilt images, compose,
+separate verifier), measured alternately (local, harbor, local, harbor, ...) for ROUNDS rounds
+in one run, because machines are noisy. Prints the medians and their ratio. Needs Docker and the
+pinned Harbor (`make harbor`); builds the images first (`packager build`, cached by content).
 """
 
 from __future__ import annotations
@@ -13,18 +13,16 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from packager.datasets.sources import open_dataset  # noqa: E402
-from packager.engines.containers import run_once  # noqa: E402
 from packager.engines.harbor import read_trials, run_jobs, task_job  # noqa: E402
-from packager.engines.local import make_run_plan  # noqa: E402
 from packager.images.build import connect  # noqa: E402
 from packager.render.harbor import make_harbor_task  # noqa: E402
+from packager.run.patch import grade_patch  # noqa: E402
 from packager.run.pipeline import Selection, iter_specs  # noqa: E402
 from packager.run.store import OutputPaths  # noqa: E402
 
@@ -48,11 +46,13 @@ def main() -> int:
         slug = spec.provenance.slug
         task = make_harbor_task(spec)
         images = {"agent": task.agent_image, "grader": task.grader_image}
-        plan = replace(make_run_plan(spec, paths, images), task=f"bench/{slug}")
         local, harbor, rewards = [], [], []
         for i in range(ROUNDS):
+            log_dir = OUT / "bench-logs" / slug / str(i)
             started = time.perf_counter()
-            run = run_once(client, plan, "oracle", OUT / "bench-logs" / slug / str(i))
+            run = grade_patch(
+                client, spec, paths, images, "oracle", log_dir=log_dir, label=f"bench/{slug}"
+            )
             local.append(time.perf_counter() - started)
             job = task_job(
                 paths.task_dir(slug),

@@ -1,5 +1,6 @@
-"""Overhead of the local engine: one full run (agent container, collect, fresh grader
-container, grading runtime) next to the raw test command alone in the same grader image.
+"""Overhead of the local engine: one full nop run (`packager.run.patch.grade_patch`: agent
+container, collect, fresh grader container, grading runtime) next to the raw test command alone
+in the same grader image.
 
 Measured alternately in one run (machines are noisy); prints medians and their difference.
 Target: under 1.5 s of overhead per run. Needs built images: run `make package` first, or
@@ -19,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from packager.datasets.sources import open_dataset  # noqa: E402
-from packager.engines.containers import RunPlan, run_once  # noqa: E402
 from packager.images.build import connect  # noqa: E402
-from packager.render.harbor import collect_command, make_harbor_task  # noqa: E402
+from packager.render.harbor import make_harbor_task  # noqa: E402
+from packager.run.patch import grade_patch  # noqa: E402
 from packager.run.pipeline import Selection, iter_specs  # noqa: E402
 from packager.run.store import OutputPaths  # noqa: E402
 
@@ -43,20 +44,13 @@ def main() -> int:
     worst = 0.0
     for spec in iter_specs(sel):
         task = make_harbor_task(spec)
-        plan = RunPlan(
-            task=f"bench/{spec.provenance.slug}",
-            agent_image=task.agent_image,
-            grader_image=task.grader_image,
-            workdir=spec.repo.workdir,
-            collect=collect_command(spec),
-            solution_dir=paths.task_dir(spec.provenance.slug) / "solution",
-            grade_timeout_sec=spec.grading.timeout_sec,
-        )
+        slug = spec.provenance.slug
+        images = {"agent": task.agent_image, "grader": task.grader_image}
         command = spec.grading.test_command or "true"
         grader_dir = "/tests"
         if spec.grading.rule == "script":
             # Where the runtime runs the row's grader: the plan's script.dir, under /tests.
-            plan_json = paths.task_dir(spec.provenance.slug) / "tests" / "plan.json"
+            plan_json = paths.task_dir(slug) / "tests" / "plan.json"
             script = json.loads(plan_json.read_text())["script"]
             grader_dir = f"/tests/{script.get('dir') or '.'}"
             command = (
@@ -78,8 +72,9 @@ def main() -> int:
         }
         engine, raw = [], []
         for i in range(ROUNDS):
+            log_dir = OUT / "bench-logs" / slug / str(i)
             started = time.perf_counter()
-            run_once(client, plan, "nop", OUT / "bench-logs" / spec.provenance.slug / str(i))
+            grade_patch(client, spec, paths, images, "nop", log_dir=log_dir, label=f"bench/{slug}")
             engine.append(time.perf_counter() - started)
             ms = client.containers.run(
                 task.grader_image,

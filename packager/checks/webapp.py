@@ -524,6 +524,115 @@ def _state(box: Any) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
+class _Transcript:
+    """What `check_app_answers` saw, written to its log: the probes, then the app's log."""
+
+    def __init__(self, log_path: Path, task: str, lines: list[str]) -> None:
+        self.log_path = log_path
+        self.task = task
+        self.lines = lines
+        self.app_log = ""
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def write(self) -> None:
+        self.log_path.write_text(
+            "\n".join(self.lines) + f"\n\napp log ({APP_LOG}):\n" + (self.app_log or "(empty)\n"),
+            encoding="utf-8",
+        )
+
+    def fail(self, reason: str) -> RunError:
+        """The RunError to raise, with the reason written last in the log."""
+        self.lines.extend(["", f"FAILED: {reason}"])
+        self.write()
+        return RunError(self.task, reason, self.log_path)
+
+
+def _create_app_box(
+    client: DockerClient, image: str, start: AppStart, workdir: str, log: _Transcript
+) -> Any:
+    """The app's container, created (not started): no network, `PORT` set, labelled."""
+    import docker.errors
+
+    try:
+        return client.containers.create(
+            image,
+            command=["bash", "-c", _wrapper(workdir, start.command)],
+            name=f"packager-app-{uuid.uuid4().hex[:10]}",
+            labels=labels_for(log.task, "app"),
+            environment={"PORT": str(start.port)},
+            network_mode="none",
+            detach=True,
+        )
+    except docker.errors.ImageNotFound as exc:
+        raise log.fail(f"cannot start the app: image {image} not found") from exc
+    except Exception as exc:  # APIError, connection errors
+        raise log.fail(f"cannot create the app container ({type(exc).__name__}: {exc})") from exc
+
+
+def _exited(box: Any, log: _Transcript, what: str) -> RunError | None:
+    """The RunError of an app that has exited (None while it runs)."""
+    elapsed = log.elapsed()
+    state = _state(box)
+    if state.get("Status") not in {"exited", "dead"}:
+        return None
+    log.app_log = _read_app_log(box)
+    code = state.get("ExitCode")
+    oom = " (killed for memory)" if state.get("OOMKilled") else ""
+    log.lines.append(f"[{elapsed:7.2f}s] the app exited with code {code}{oom}")
+    return log.fail(
+        f"app did not answer HTTP: {what} exited with code {code}{oom} after "
+        f"{elapsed:.1f} s; last log lines: {log_tail(log.app_log)}"
+    )
+
+
+def _poll(box: Any, start: AppStart, timeout_sec: float, log: _Transcript, what: str) -> float:
+    """Probe the started app from inside until it answers HTTP; the seconds it took."""
+    import docker.errors
+
+    deadline = log.started + timeout_sec
+    not_http: str | None = None
+    while True:
+        check_cancelled()
+        gone = _exited(box, log, what)
+        if gone is not None:
+            raise gone
+        read_sec = max(1, min(PROBE_READ_SEC, int(deadline - time.monotonic())))
+        try:
+            result = box.exec_run(["bash", "-c", _probe_script(start.port, read_sec)])
+        except docker.errors.APIError:
+            # The app ended between the state check and the exec: report it above.
+            if _state(box).get("Status") in {"exited", "dead"}:
+                continue
+            raise
+        output = (result.output or b"").decode("utf-8", errors="replace")
+        elapsed = log.elapsed()
+        status = _answer(output)
+        log.lines.append(f"[{elapsed:7.2f}s] {_probe_summary(output)}")
+        if status is not None:
+            log.app_log = _read_app_log(box)
+            log.lines.append(f"answered after {elapsed:.2f} s: {status}")
+            log.write()
+            return elapsed
+        if "answer from " in output:
+            not_http = _probe_summary(output)
+        if time.monotonic() >= deadline:
+            log.app_log = _read_app_log(box)
+            heard = (
+                f"the port accepts connections but got no HTTP status line ({not_http})"
+                if not_http
+                else "nothing listens there"
+            )
+            raise log.fail(
+                f"app did not answer HTTP on 127.0.0.1:{start.port} within "
+                f"{timeout_sec:g} s ({heard}); started with {what}; last log lines: "
+                f"{log_tail(log.app_log)}"
+            )
+        time.sleep(POLL_SEC)
+
+
 def check_app_answers(
     client: DockerClient,
     image: str,
@@ -545,103 +654,34 @@ def check_app_answers(
 
     check_cancelled()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    transcript: list[str] = [
-        f"image: {image}",
-        f"workdir: {workdir}",
-        f"command: {start.command}",
-        f"port: {start.port} (PORT={start.port}; from {start.how})",
-        f"timeout: {timeout_sec:g} s",
-        "",
-        "probes (GET / from inside the container):",
-    ]
-    app_log = ""
-
-    def write_log() -> None:
-        log_path.write_text(
-            "\n".join(transcript) + f"\n\napp log ({APP_LOG}):\n" + (app_log or "(empty)\n"),
-            encoding="utf-8",
-        )
-
-    def fail(reason: str) -> RunError:
-        transcript.extend(["", f"FAILED: {reason}"])
-        write_log()
-        return RunError(task, reason, log_path)
-
+    log = _Transcript(
+        log_path,
+        task,
+        [
+            f"image: {image}",
+            f"workdir: {workdir}",
+            f"command: {start.command}",
+            f"port: {start.port} (PORT={start.port}; from {start.how})",
+            f"timeout: {timeout_sec:g} s",
+            "",
+            "probes (GET / from inside the container):",
+        ],
+    )
     what = f"`{start.command}` (port {start.port})"
+    box = _create_app_box(client, image, start, workdir, log)
     try:
-        box = client.containers.create(
-            image,
-            command=["bash", "-c", _wrapper(workdir, start.command)],
-            name=f"packager-app-{uuid.uuid4().hex[:10]}",
-            labels=labels_for(task, "app"),
-            environment={"PORT": str(start.port)},
-            network_mode="none",
-            detach=True,
-        )
-    except docker.errors.ImageNotFound as exc:
-        raise fail(f"cannot start the app: image {image} not found") from exc
-    except Exception as exc:  # APIError, connection errors
-        raise fail(f"cannot create the app container ({type(exc).__name__}: {exc})") from exc
-    try:
-        started = time.monotonic()
-        deadline = started + timeout_sec
-        not_http: str | None = None
-        try:
-            box.start()
-            while True:
-                check_cancelled()
-                elapsed = time.monotonic() - started
-                state = _state(box)
-                if state.get("Status") in {"exited", "dead"}:
-                    app_log = _read_app_log(box)
-                    code = state.get("ExitCode")
-                    oom = " (killed for memory)" if state.get("OOMKilled") else ""
-                    transcript.append(f"[{elapsed:7.2f}s] the app exited with code {code}{oom}")
-                    raise fail(
-                        f"app did not answer HTTP: {what} exited with code {code}{oom} after "
-                        f"{elapsed:.1f} s; last log lines: {log_tail(app_log)}"
-                    )
-                read_sec = max(1, min(PROBE_READ_SEC, int(deadline - time.monotonic())))
-                try:
-                    result = box.exec_run(["bash", "-c", _probe_script(start.port, read_sec)])
-                except docker.errors.APIError:
-                    # The app ended between the state check and the exec: report it above.
-                    if _state(box).get("Status") in {"exited", "dead"}:
-                        continue
-                    raise
-                output = (result.output or b"").decode("utf-8", errors="replace")
-                elapsed = time.monotonic() - started
-                status = _answer(output)
-                transcript.append(f"[{elapsed:7.2f}s] {_probe_summary(output)}")
-                if status is not None:
-                    app_log = _read_app_log(box)
-                    transcript.append(f"answered after {elapsed:.2f} s: {status}")
-                    write_log()
-                    return elapsed
-                if "answer from " in output:
-                    not_http = _probe_summary(output)
-                if time.monotonic() >= deadline:
-                    app_log = _read_app_log(box)
-                    heard = (
-                        f"the port accepts connections but got no HTTP status line ({not_http})"
-                        if not_http
-                        else "nothing listens there"
-                    )
-                    raise fail(
-                        f"app did not answer HTTP on 127.0.0.1:{start.port} within "
-                        f"{timeout_sec:g} s ({heard}); started with {what}; last log lines: "
-                        f"{log_tail(app_log)}"
-                    )
-                time.sleep(POLL_SEC)
-        except RunError:
+        log.started = time.monotonic()
+        box.start()
+        return _poll(box, start, timeout_sec, log, what)
+    except RunError:
+        raise
+    except Exception as exc:  # SDK errors while the app runs
+        if not isinstance(exc, docker.errors.APIError) and not is_connection_error(exc):
             raise
-        except Exception as exc:  # SDK errors while the app runs
-            if not isinstance(exc, docker.errors.APIError) and not is_connection_error(exc):
-                raise
-            lost = "lost the Docker engine" if is_connection_error(exc) else "Docker refused"
-            raise fail(
-                f"{lost} while checking the app {what} ({type(exc).__name__}: {exc})"
-            ) from exc
+        lost = "lost the Docker engine" if is_connection_error(exc) else "Docker refused"
+        raise log.fail(
+            f"{lost} while checking the app {what} ({type(exc).__name__}: {exc})"
+        ) from exc
     finally:
         try:
             box.remove(force=True)

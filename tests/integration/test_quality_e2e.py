@@ -1,4 +1,4 @@
-"""Quality checks (packager/checks/quality/__init__.py) on the real Docker engine, through the
+"""Quality checks (packager/checks/quality/) on the real Docker engine, through the
 images and the grading runtime that verified each task.
 
 - `samples__textkit-1`: one gold hunk, covered; its statement gives nothing away.

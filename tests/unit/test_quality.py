@@ -1,4 +1,4 @@
-"""Quality checks (packager/checks/quality/__init__.py): hunks, ablations applied with real git,
+"""Quality checks (packager/checks/quality/): hunks, ablations applied with real git,
 instruction leaks, base-tree lookups, and the report and its cache with a stand-in for the engine's
 runs.
 """
@@ -616,6 +616,38 @@ def test_run_quality_flags_an_untested_hunk(
     assert data["image_ids"] == {"agent": FakeImage.id, "grader": FakeImage.id}
     assert data["ladder"] is None
     assert (tmp_path / "ds" / "logs" / "x__y-1" / "quality" / "ablation-2").is_dir()
+
+
+def test_every_run_goes_through_grade_patch_with_the_tasks_plan(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The control and each ablation: one `grade_patch` each, the task's own run plan (its
+    verified images, the memory limit) and their own log folders under `quality/`.
+    """
+    from packager.engines.local import make_run_plan
+
+    seen: list[tuple[Any, str, Path]] = []
+
+    def run_once(
+        client: Any, plan: Any, kind: str, log_dir: Path, patch: bytes | None = None
+    ) -> RunResult:
+        seen.append((plan, kind, log_dir))
+        return RunResult(
+            kind="patch", reward=1.0, grade_status="graded", duration_sec=0.1, log_dir=str(log_dir)
+        )
+
+    monkeypatch.setattr("packager.engines.containers.run_once", run_once)
+    paths = OutputPaths(tmp_path, "ds")
+    spec = _spec()
+    run_quality(FakeClient(), spec, paths, IMAGES, memory_mb=768, in_base=IN_BASE)  # type: ignore[arg-type]
+    qdir = paths.log_dir("x__y-1") / "quality"
+    assert [where for _, _, where in seen] == [
+        qdir / "control",
+        qdir / "ablation-1",
+        qdir / "ablation-2",
+    ]
+    want = make_run_plan(spec, paths, IMAGES, memory_mb=768)
+    assert all(plan == want and kind == "patch" for plan, kind, _ in seen)
 
 
 def test_run_quality_refuses_an_unverified_task(tmp_path: Path) -> None:

@@ -361,3 +361,145 @@ def test_log_tail_keeps_the_last_lines() -> None:
     tail = log_tail(text)
     assert tail.startswith("line 11 | ") and tail.endswith("line 30")
     assert log_tail("") == "(the app log is empty)"
+
+
+# --------------------------------------------------------------------------- the check, faked
+
+
+class FakeExec:
+    def __init__(self, output: bytes) -> None:
+        self.output = output
+
+
+class FakeBox:
+    """An app container whose probes answer in turn from `answers` (the last one repeats)."""
+
+    def __init__(self, answers: list[bytes], exit_after: int | None = None) -> None:
+        self.answers = answers
+        self.exit_after = exit_after
+        self.probes = 0
+        self.started = self.removed = False
+        self.attrs: dict[str, Any] = {"State": {"Status": "running"}}
+
+    def start(self) -> None:
+        self.started = True
+
+    def reload(self) -> None:
+        if self.exit_after is not None and self.probes >= self.exit_after:
+            self.attrs = {"State": {"Status": "exited", "ExitCode": 3, "OOMKilled": False}}
+
+    def exec_run(self, command: list[str]) -> FakeExec:
+        assert command[:2] == ["bash", "-c"] and "/dev/tcp/$1/8000" in command[2]
+        answer = self.answers[min(self.probes, len(self.answers) - 1)]
+        self.probes += 1
+        return FakeExec(answer)
+
+    def get_archive(self, path: str) -> tuple[list[bytes], dict[str, Any]]:
+        import io
+        import tarfile
+
+        data = b"booting\nlistening on 8000\n"
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(path.rsplit("/", 1)[-1])
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        return [buf.getvalue()], {}
+
+    def remove(self, force: bool = False) -> None:
+        self.removed = force
+
+
+class FakeContainers:
+    def __init__(self, box: FakeBox | None) -> None:
+        self.box = box
+        self.created: dict[str, Any] = {}
+
+    def create(self, image: str, **kwargs: Any) -> FakeBox:
+        import docker.errors
+
+        if self.box is None:
+            raise docker.errors.ImageNotFound(f"no such image: {image}")
+        self.created = {"image": image, **kwargs}
+        return self.box
+
+
+class FakeClient:
+    def __init__(self, box: FakeBox | None) -> None:
+        self.containers = FakeContainers(box)
+
+
+REFUSED = b"/dev/tcp/127.0.0.1/8000: Connection refused\nbash: connect: Connection refused\n"
+HTTP_OK = b"answer from 127.0.0.1: HTTP/1.0 200 OK\n"
+START = AppStart("python3 manage.py runserver 0.0.0.0:$PORT --noreload", 8000, "manage.py")
+
+
+def _check(box: FakeBox | None, tmp_path: Any, timeout_sec: float = 60.0) -> tuple[Any, Any]:
+    from packager.checks.webapp import check_app_answers
+
+    client = FakeClient(box)
+    log_path = tmp_path / "logs" / "app.txt"
+    seconds = check_app_answers(
+        client,  # type: ignore[arg-type]
+        "img:1",
+        START,
+        workdir="/app",
+        log_path=log_path,
+        timeout_sec=timeout_sec,
+        task="ds/t-1",
+    )
+    return seconds, client
+
+
+@pytest.fixture
+def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("packager.checks.webapp.POLL_SEC", 0.0)
+
+
+@pytest.mark.usefixtures("no_wait")
+def test_check_app_answers_polls_until_an_http_status_line(tmp_path: Any) -> None:
+    box = FakeBox([REFUSED, b"answer from 127.0.0.1: \n", HTTP_OK])
+    seconds, client = _check(box, tmp_path)
+    assert seconds >= 0 and box.probes == 3 and box.started and box.removed
+    created = client.containers.created
+    assert (created["image"], created["network_mode"]) == ("img:1", "none")
+    assert created["environment"] == {"PORT": "8000"}
+    assert created["labels"]["packager.task"] == "ds/t-1"
+    log = (tmp_path / "logs" / "app.txt").read_text()
+    assert "command: python3 manage.py runserver" in log and "from manage.py" in log
+    assert "/dev/tcp/127.0.0.1/8000: Connection refused" in log
+    assert "answered after" in log and "HTTP/1.0 200 OK" in log
+    assert "listening on 8000" in log and "FAILED" not in log
+
+
+@pytest.mark.usefixtures("no_wait")
+def test_check_app_answers_reports_an_app_that_exits(tmp_path: Any) -> None:
+    from packager.errors import RunError
+
+    box = FakeBox([REFUSED], exit_after=2)
+    with pytest.raises(RunError, match="exited with code 3 after") as caught:
+        _check(box, tmp_path)
+    assert "last log lines: booting | listening on 8000" in caught.value.reason
+    assert box.removed and box.probes == 2
+    log = (tmp_path / "logs" / "app.txt").read_text()
+    assert "the app exited with code 3" in log and "FAILED: app did not answer HTTP" in log
+
+
+@pytest.mark.usefixtures("no_wait")
+def test_check_app_answers_gives_up_at_its_deadline(tmp_path: Any) -> None:
+    from packager.errors import RunError
+
+    with pytest.raises(RunError, match="within 0 s \\(nothing listens there\\)"):
+        _check(FakeBox([REFUSED]), tmp_path, timeout_sec=0.0)
+    box = FakeBox([b"answer from 127.0.0.1: SSH-2.0\n"])
+    with pytest.raises(RunError, match="accepts connections but got no HTTP status line"):
+        _check(box, tmp_path, timeout_sec=0.0)
+    assert box.removed
+
+
+def test_check_app_answers_without_the_image(tmp_path: Any) -> None:
+    from packager.errors import RunError
+
+    with pytest.raises(RunError, match="cannot start the app: image img:1 not found"):
+        _check(None, tmp_path)
+    assert "FAILED: cannot start the app" in (tmp_path / "logs" / "app.txt").read_text()
