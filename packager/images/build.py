@@ -1,8 +1,10 @@
-"""Images: the agent image, then the grader image FROM it, through the Docker SDK.
+"""Images: the agent image, then the grader image FROM it, through the Docker SDK; the client,
+the labels and sweeps of this run's containers, Ctrl-C, and the base images a Dockerfile names.
 
 Tags are content hashes minted at render time, so an image that exists is never rebuilt. Every
 image carries labels naming the tool and the task; build output goes to a log file; a build has
 a deadline. The Docker client sits behind a small Protocol so unit tests can pass a fake.
+Flattened bases live in `packager.images.flatten`, tar streams in `packager.images.tar`.
 """
 
 from __future__ import annotations
