@@ -51,8 +51,8 @@ from packager.images.build import (
     check_cancelled,
     is_connection_error,
     labels_for,
-    read_tar_member,
 )
+from packager.images.tar import read_tar_member
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,10 @@ from packager.errors import RunError
 from packager.images.build import (
     DockerClient,
     check_cancelled,
-    extract_tree,
     is_connection_error,
     labels_for,
-    make_tar,
-    read_tar_member,
 )
+from packager.images.tar import extract_tree, make_tar, read_tar_member
 from packager.models.spec import RunResult, Status, TaskResult
 
 AGENT_TIMEOUT_DEFAULT = 1800

@@ -5,22 +5,15 @@ base-only commit id); the source is never modified.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+from packager.repos.git import run_git
 
 
 def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args],
-        env={**os.environ, **_ENV, "GIT_CONFIG_GLOBAL": os.devnull},
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
+    return run_git(f"--git-dir={git_dir}", *args, timeout=300)
 
 
 @lru_cache(maxsize=4096)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from packager.errors import BuildError
     from packager.images import build as build_module
     from packager.images.build import DockerClient
+    from packager.images.flatten import FlatBase
     from packager.models.spec import TaskResult
     from packager.render.write import Staging
 
@@ -604,14 +605,14 @@ def _flat_base(
     label: str,
     opts: BuildOptions,
     flatten_log: Path,
-) -> build_module.FlatBase | None:
+) -> FlatBase | None:
     """How a published harness image is flattened (None for other environments). What its
     own layers hold (later commits, branches, tags, unreachable objects) no later layer can
     remove, so the agent image is built FROM a copy of its file system in one layer, without
     the workdir's .git (docs/datasets.md).
     """
     from packager.errors import BuildError
-    from packager.images import build
+    from packager.images import build, flatten
 
     if not spec.environment.prebuilt:
         return None
@@ -622,7 +623,7 @@ def _flat_base(
         client, dockerfile_text, task=label, log_path=flatten_log, pull=opts.pull
     )
     try:
-        return build.flatten_plan(client, published, spec.repo.workdir)
+        return flatten.flatten_plan(client, published, spec.repo.workdir)
     except ValueError as exc:
         flatten_log.parent.mkdir(parents=True, exist_ok=True)
         flatten_log.write_text(f"ERROR: {exc}\n")
@@ -719,6 +720,7 @@ def ensure_environment(
     snapshot; else the environment image's build (`built` False when it was there).
     """
     from packager.images import build
+    from packager.images.tar import make_tar
 
     head = _environment_dockerfile((context / "Dockerfile").read_text(), snapshot_file)
     if head is None:
@@ -737,7 +739,7 @@ def ensure_environment(
             log_path=log_path,
             timeout_sec=timeout_sec,
             buildargs=dict(buildargs),
-            context_tar=build.make_tar({**files, "Dockerfile": head.encode()}),
+            context_tar=make_tar({**files, "Dockerfile": head.encode()}),
         )
 
 
@@ -757,7 +759,7 @@ def build_task(
 
     from packager import repos
     from packager.errors import RepoSourceError
-    from packager.images import build
+    from packager.images import build, flatten
     from packager.render.harbor import SNAPSHOT_FILE, make_harbor_task
 
     task = make_harbor_task(spec)
@@ -772,16 +774,16 @@ def build_task(
     buildargs: dict[str, str] = {}
     dockerfile_text = (task_dir / "environment" / "Dockerfile").read_text()
     agent_labels: dict[str, str] = {}
-    flattened: build.FlattenOutcome | None = None
+    flattened: flatten.FlattenOutcome | None = None
     flatten_log = logs / "build-flatten.log"
     flat = _flat_base(client, spec, dockerfile_text, label, opts, flatten_log)
     if flat is not None:
         buildargs["PACKAGER_BASE"] = flat.tag
-        agent_labels = {build.LABEL_FLAT_BASE: flat.tag, build.LABEL_FLATTENED_FROM: flat.source}
+        agent_labels = flat.agent_labels
 
-    def ensure_flat() -> build.FlattenOutcome:
+    def ensure_flat() -> flatten.FlattenOutcome:
         assert flat is not None
-        return flattened or build.flatten_image(
+        return flattened or flatten.flatten_image(
             client, flat, task=label, log_path=flatten_log, timeout_sec=opts.timeout_sec
         )
 
@@ -809,7 +811,7 @@ def build_task(
         build.stale_bases(client, task.agent_image, bases)
         or (
             flat is not None
-            and build.image_label(client, task.agent_image, build.LABEL_FLAT_BASE) != flat.tag
+            and build.image_label(client, task.agent_image, flatten.LABEL_FLAT_BASE) != flat.tag
         )
     )
     if rebuild or not build.image_exists(client, task.agent_image):

@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from packager.engines.containers import RunPlan, run_once
-from packager.images.build import RUN_ID, labels_for, make_tar
+from packager.images.build import RUN_ID, labels_for
+from packager.images.tar import make_tar
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 
-from packager.images.build import (
+from packager.images.build import base_images
+from packager.images.flatten import (
     FLAT_REPOSITORY,
-    base_images,
+    LABEL_FLAT_BASE,
+    LABEL_FLATTENED_FROM,
+    FlatBase,
     flat_tag,
     make_flatten_dockerfile,
 )
@@ -167,3 +170,12 @@ def test_the_tag_follows_the_published_image_and_the_workdir() -> None:
     other = "sha256:" + "cd" * 32
     assert tag != flat_tag(other, "/testbed", make_flatten_dockerfile(other, {}, "/testbed"))
     assert tag != flat_tag(IMAGE, "/repo", make_flatten_dockerfile(IMAGE, {}, "/repo"))
+
+
+def test_an_agent_image_on_a_flat_base_is_labelled_with_it_and_its_source() -> None:
+    text = make_flatten_dockerfile(IMAGE, {}, "/testbed")
+    flat = FlatBase("org/harness:v1", IMAGE, "/testbed", text, flat_tag(IMAGE, "/testbed", text))
+    assert flat.agent_labels == {
+        LABEL_FLAT_BASE: flat.tag,
+        LABEL_FLATTENED_FROM: f"org/harness:v1@{IMAGE}",
+    }

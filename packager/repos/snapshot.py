@@ -1,0 +1,362 @@
+"""Snapshots: the repository cut at `base_commit` that goes into the agent image, and its
+deterministic tar.
+
+A snapshot holds one branch, no remotes, no reflog, no stray objects, so `git log --all` inside
+the agent image cannot show the fix. With history `full` it holds the history up to
+`base_commit` (and the tags of that history); with `base-only` one commit whose tree is
+`base_commit`'s tree.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Literal
+
+from packager.errors import RepoSourceError
+from packager.repos.git import Git, tail
+from packager.repos.missing import (
+    base_tree_objects,
+    history_missing,
+    listing,
+    shallow_commits,
+    shallow_note,
+    source_label,
+)
+from packager.repos.objects import (
+    BASE_ONLY_MESSAGE,
+    INLINE_IDENTITY,
+    INLINE_MESSAGE,
+    INLINE_TIMESTAMP,
+    base_only_commit_sha,
+)
+
+History = Literal["full", "base-only"]
+HISTORY_MODES: tuple[History, ...] = ("full", "base-only")
+
+
+def write_snapshot_repo(
+    dest: Path,
+    *,
+    git_dir: Path | None,
+    base_commit: str,
+    files: dict[str, bytes] | None = None,
+    history: History = "full",
+    log_path: Path | None = None,
+    task: str = "<snapshot>",
+) -> str:
+    """Make `dest` a repository cut at `base_commit`, tree checked out; return its HEAD sha.
+
+    `files` (inline rows) makes one commit of those files with a fixed identity and date.
+    Otherwise objects come from `git_dir`, which is only read:
+
+    * `history="full"`: the history up to `base_commit`, with the source's tags that are part
+      of it (`past_tags`: on an ancestor, made no later than the base); the returned HEAD is
+      `base_commit`.
+    * `history="base-only"`: ONE commit whose tree is exactly `base_commit`'s tree (only that
+      tree's objects are copied), made with a fixed identity and date, so the same base always
+      gives the same commit. Its sha is NOT `base_commit` and `base_commit` does not resolve in
+      the snapshot: use the returned sha as the diff base and the expected HEAD.
+
+    Every git command and its stderr is appended to `log_path` when given. Any failure raises
+    `RepoSourceError(task, field, …)` with git's command and stderr: a missing base commit names
+    the sha and the source; missing objects of the base tree are named with their paths; a
+    shallow source, or objects missing only from the history, fail at once under `full` and
+    point at `--history base-only` when the base tree is complete.
+    """
+    if history not in HISTORY_MODES:
+        raise RepoSourceError(task, "history", f"unknown history mode {history!r}")
+    run = Git(task, log_path)
+    dest.mkdir(parents=True)
+    run("-c", "init.defaultBranch=main", "init", "--quiet", str(dest), problem="git init")
+    if files is not None:
+        _commit_files(run, dest, files)
+        expected: str | None = base_commit
+    elif git_dir is None:
+        raise RepoSourceError(task, "repo", "no repo source and no inline files")
+    else:
+        expected = _copy_from_source(run, dest, git_dir, base_commit, history)
+    head = run("rev-parse", "HEAD", cwd=dest, field="base_commit").stdout.decode().strip()
+    if expected is not None and head != expected:
+        raise RepoSourceError(task, "base_commit", f"snapshot HEAD {head} != {expected}")
+    # No reflog, no FETCH_HEAD, no hooks or sample files, every object packed and reachable.
+    for leftover in ("FETCH_HEAD", "ORIG_HEAD", "logs", "hooks", "description", "info"):
+        target = dest / ".git" / leftover
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    run(
+        "-c",
+        "gc.reflogExpire=now",
+        "-c",
+        "pack.threads=1",
+        "gc",
+        "--quiet",
+        "--prune=now",
+        cwd=dest,
+        problem="packing the snapshot",
+    )
+    return head
+
+
+def _identity_env(date: str) -> dict[str, str]:
+    name, email = INLINE_IDENTITY.split(" <")
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email.rstrip(">"),
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email.rstrip(">"),
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+    }
+
+
+def _commit_files(run: Git, dest: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    run("add", "-A", cwd=dest, problem="staging the inline files")
+    run(
+        "-c",
+        "commit.gpgsign=false",
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "-m",
+        INLINE_MESSAGE.rstrip("\n"),
+        cwd=dest,
+        env=_identity_env(INLINE_TIMESTAMP),
+        problem="committing the inline files",
+    )
+
+
+def _copy_from_source(
+    run: Git, dest: Path, git_dir: Path, base_commit: str, history: History
+) -> str | None:
+    """Fill `dest` from the source; returns the HEAD the snapshot must have (None: unknown)."""
+    label = source_label(run, git_dir)
+    shallow = shallow_commits(run, git_dir)
+    commit, objects = _complete_base(run, git_dir, base_commit, label, shallow)
+    if history == "base-only":
+        return _copy_base_tree(run, dest, git_dir, commit, base_commit, objects)
+    if shallow is not None:
+        _refuse_cut_history(run, git_dir, commit, base_commit, label, shallow)
+    _fetch_history(run, dest, git_dir, commit, base_commit, label)
+    run("symbolic-ref", "HEAD", "refs/heads/main", cwd=dest)
+    run("reset", "--quiet", "--hard", "refs/heads/main", cwd=dest, problem="checking out")
+    _copy_past_tags(run, dest, git_dir, commit)
+    return commit
+
+
+def _complete_base(
+    run: Git, git_dir: Path, base_commit: str, label: str, shallow: set[str] | None
+) -> tuple[str, bytes]:
+    """The full id of `base_commit` and its tree's objects (`base_tree_objects`); raises when
+    the source lacks the commit or any object of its tree.
+    """
+    resolved = run(
+        "rev-parse", "--verify", "--quiet", f"{base_commit}^{{commit}}", cwd=git_dir, check=False
+    )
+    if resolved.returncode != 0:
+        raise RepoSourceError(
+            run.task,
+            "base_commit",
+            f"commit {base_commit} not found in repo source {label}{shallow_note(shallow)}",
+        )
+    commit = resolved.stdout.decode().strip()
+    objects, missing = base_tree_objects(run, git_dir, commit, base_commit)
+    if missing:
+        raise RepoSourceError(
+            run.task,
+            "repo",
+            f"repo source {label} lacks {len(missing)} object(s) of the tree of {base_commit} "
+            f"(mirrors may lack large blobs): {listing(missing)}{shallow_note(shallow)}",
+            missing=missing,
+        )
+    return commit, objects
+
+
+def _refuse_cut_history(
+    run: Git, git_dir: Path, commit: str, base_commit: str, label: str, shallow: set[str]
+) -> None:
+    """Fail at once when a shallow source cuts the history of `commit` (or cannot tell)."""
+    reach = run("rev-list", commit, cwd=git_dir, check=False)
+    cut = sorted(set(reach.stdout.decode().split()) & shallow)
+    if cut or reach.returncode != 0 or not shallow:
+        where = f" at {len(cut)} commit(s) ({', '.join(cut[:5])})" if cut else ""
+        raise RepoSourceError(
+            run.task,
+            "repo",
+            f"repo source {label} is a shallow clone: the history of {base_commit} is cut"
+            f"{where}, so --history full cannot copy it; the base tree is complete: "
+            "pass --history base-only, or use a full clone",
+        )
+
+
+def _fetch_history(
+    run: Git, dest: Path, git_dir: Path, commit: str, base_commit: str, label: str
+) -> None:
+    """Fetch the history up to `commit` into `dest`'s main branch; a failure names the
+    history objects the source lacks.
+    """
+    # Fetch only what base_commit reaches (protocol v2 serves any reachable commit id);
+    # the source repository is never modified.
+    fetch = run(
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--update-head-ok",
+        str(git_dir),
+        f"{commit}:refs/heads/main",
+        cwd=dest,
+        check=False,
+    )
+    if fetch.returncode == 0:
+        return
+    lost, complaint = history_missing(run, git_dir, commit)
+    problem = f"cannot copy the history of {base_commit} from repo source {label}"
+    if lost:
+        problem += (
+            f": history objects missing ({len(lost)}): {listing(lost)}; "
+            "the base tree is complete: pass --history base-only"
+        )
+    elif complaint:
+        problem += (
+            f": history objects missing (the walk stopped: {complaint.splitlines()[-1]}); "
+            "the base tree is complete: pass --history base-only"
+        )
+    raise RepoSourceError(
+        run.task,
+        "repo",
+        problem,
+        command=[str(a) for a in fetch.args],
+        stderr=tail(fetch.stderr),
+        missing=lost,
+    )
+
+
+def past_tags(run: Git, git_dir: Path, repo: Path, commit: str) -> list[str]:
+    """The tags of `git_dir` that are history, not future, as of `commit`: each names `commit`
+    or one of its ancestors (held in `repo`) and was made no later than `commit` (tagger date,
+    or the commit's date for a lightweight tag).
+
+    Tools that version a checkout from `git describe` (setuptools_scm, versioneer) need them:
+    without a tag, pytest installs as 0.1.devN and its own `minversion` refuses to run. The
+    harness keeps the tags older than the base commit for the same reason.
+    """
+    listing = run(
+        "for-each-ref",
+        "--format=%(refname) %(objecttype) %(objectname) %(*objecttype) %(*objectname) "
+        "%(creatordate:unix)",
+        "refs/tags",
+        cwd=git_dir,
+    ).stdout.decode()
+    if not listing.strip():
+        return []
+    ancestors = set(run("rev-list", commit, cwd=repo).stdout.decode().split())
+    made = int(run("log", "-1", "--format=%ct", commit, cwd=repo).stdout.decode().strip())
+    kept = []
+    for line in listing.splitlines():
+        parts = line.split()
+        if len(parts) == 6:  # annotated: its target one level down
+            name, kind, _, target_kind, target, date = parts
+        elif len(parts) == 4:  # lightweight
+            name, kind, target, date = parts
+            target_kind = kind
+        else:
+            continue
+        if target_kind == "commit" and target in ancestors and int(date) <= made:
+            kept.append(name)
+    return kept
+
+
+def _copy_past_tags(run: Git, dest: Path, git_dir: Path, commit: str) -> None:
+    """Fetch `past_tags` (with their tag objects) into the snapshot; nothing else comes."""
+    names = past_tags(run, git_dir, dest, commit)
+    if not names:
+        return
+    refspecs = "".join(f"{name}:{name}\n" for name in names).encode()
+    run(
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--stdin",
+        str(git_dir),
+        cwd=dest,
+        stdin=refspecs,
+        problem="copying the tags older than the base commit",
+    )
+
+
+def _copy_base_tree(
+    run: Git, dest: Path, git_dir: Path, commit: str, base_commit: str, objects: bytes
+) -> str:
+    """One commit holding exactly `commit`'s tree; returns its sha."""
+    tree = run("rev-parse", f"{commit}^{{tree}}", cwd=git_dir).stdout.decode().strip()
+    pack_dir = dest / ".git" / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    run(
+        "pack-objects",
+        "--quiet",
+        str(pack_dir / "pack"),
+        cwd=git_dir,
+        stdin=objects,
+        problem=f"copying the tree of {base_commit}",
+    )
+    made = run(
+        "-c",
+        "commit.gpgsign=false",
+        "commit-tree",
+        tree,
+        "-m",
+        BASE_ONLY_MESSAGE.format(base=base_commit).rstrip("\n"),
+        cwd=dest,
+        env=_identity_env(INLINE_TIMESTAMP),
+        problem="committing the base tree",
+    )
+    head = made.stdout.decode().strip()
+    run("update-ref", "refs/heads/main", head, cwd=dest)
+    run("symbolic-ref", "HEAD", "refs/heads/main", cwd=dest)
+    run("reset", "--quiet", "--hard", "refs/heads/main", cwd=dest, problem="checking out")
+    got = run("rev-parse", "HEAD^{tree}", cwd=dest).stdout.decode().strip()
+    if got != tree:
+        raise RepoSourceError(
+            run.task, "base_commit", f"snapshot tree {got} != tree {tree} of {base_commit}"
+        )
+    if head != base_only_commit_sha(tree, base_commit):
+        raise RepoSourceError(
+            run.task, "base_commit", f"base-only commit {head} differs from the computed id"
+        )
+    return head
+
+
+SNAPSHOT_MTIME = 946684800
+"""2000-01-01T00:00:00Z, the one modification time of every file of a snapshot: fixed, so the
+tar is deterministic, and after 1980, which is the earliest a ZIP (so a wheel, e.g. flit's
+editable wheel of the repository) can record."""
+
+
+def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
+    """A deterministic tar of the snapshot (sorted, uid 0, every mtime SNAPSHOT_MTIME)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(repo.rglob("*")):
+            rel = path.relative_to(repo).as_posix()
+            info = tar.gettarinfo(str(path), arcname=rel)
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            info.mtime = SNAPSHOT_MTIME
+            info.pax_headers = {}
+            if info.isfile():
+                with path.open("rb") as fh:
+                    tar.addfile(info, fh)
+            else:
+                tar.addfile(info)
+    tmp = tar_path.with_suffix(".tmp")
+    tmp.write_bytes(buf.getvalue())
+    os.replace(tmp, tar_path)
