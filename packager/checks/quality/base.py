@@ -5,9 +5,7 @@ at its base commit (`git grep`) or over a PDL row's inline files.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -15,11 +13,10 @@ from typing import TYPE_CHECKING
 
 from packager.checks.quality.leaks import _IDENT
 from packager.errors import PackagerError
+from packager.repos.git import run_git
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskSpec
-
-_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
 
 
 def _path_known(paths: Sequence[str], name: str) -> bool:
@@ -47,12 +44,8 @@ def base_tree_names(git_dir: Path, commit: str) -> Callable[[str], bool]:
         if _path_known(paths, text):
             return True
         word = ["-w"] if _IDENT.fullmatch(text) else []
-        done = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "grep", "-q", "-I", "-F", *word, "-e", text, commit],
-            env={**os.environ, **_GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull},
-            capture_output=True,
-            timeout=300,
-            check=False,
+        done = run_git(
+            f"--git-dir={git_dir}", "grep", "-q", "-I", "-F", *word, "-e", text, commit, timeout=300
         )
         if done.returncode not in (0, 1):
             raise PackagerError(
