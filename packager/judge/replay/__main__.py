@@ -1,5 +1,5 @@
 """`python -m packager.judge.replay`: the replay server and the record proxy."""
 
-from packager.judge.replay import main
+from packager.judge.replay.cli import main
 
 raise SystemExit(main())
