@@ -451,7 +451,7 @@ def publish(
     log: Callable[[str], None] = lambda _: None,
 ) -> PublishReport:
     """Push, copy and commit the release of `results` (see the module docstring)."""
-    from packager.engines.harbor import _task_name, task_digest
+    from packager.render.harbor_dataset import folder_task_name, task_digest
     from packager.render.write import swap_into_place, write_text
 
     name = name or paths.dataset
@@ -499,7 +499,7 @@ def publish(
             release_task(
                 paths.task_dir(result.task), staging / "tasks" / result.task, references, pins
             )
-            task_names[result.task] = _task_name(staging / "tasks" / result.task)
+            task_names[result.task] = folder_task_name(staging / "tasks" / result.task)
             published.append(entry)
         digests = {slug: task_digest(staging / "tasks" / slug) for slug in sorted(task_names)}
         manifest = {

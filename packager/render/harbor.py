@@ -121,7 +121,7 @@ class HarborTask:
     """The grader's /tests payload without its Dockerfile and test.sh (reused by HUD)."""
 
 
-def tree_digest(tree: FileTree, extra: str = "") -> str:
+def image_digest(tree: FileTree, extra: str = "") -> str:
     """sha256 over sorted paths, modes and bytes: equal trees give equal image tags."""
     h = hashlib.sha256(extra.encode())
     for path in sorted(tree):
@@ -463,7 +463,7 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
     p = spec.provenance
     agent_ctx = _agent_context(spec)
     agent_image = naming.make_image_tag(
-        p.dataset, p.slug, "agent", tree_digest(agent_ctx, snapshot_key(spec))
+        p.dataset, p.slug, "agent", image_digest(agent_ctx, snapshot_key(spec))
     )
     payload = _grader_payload(spec)
     tests: FileTree = {
@@ -487,7 +487,7 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
         ),
         **payload,
     }
-    grader_image = naming.make_image_tag(p.dataset, p.slug, "grader", tree_digest(tests))
+    grader_image = naming.make_image_tag(p.dataset, p.slug, "grader", image_digest(tests))
     files: FileTree = {
         ".gitignore": text_file(TASK_GITIGNORE),
         "task.toml": OutFile(_task_toml(spec, agent_image, grader_image)),

@@ -438,8 +438,8 @@ class _TaskStager:
         return (spec if self.keep_specs else None), self.stage(spec)
 
     def stage(self, spec: TaskSpec) -> _Staged:
-        from packager.engines.harbor import tree_digest
         from packager.render.harbor import make_harbor_task, task_name
+        from packager.render.harbor_dataset import content_digest
         from packager.render.hud import make_hud_files
 
         task = make_harbor_task(spec)
@@ -453,7 +453,7 @@ class _TaskStager:
         self.staging.write(self.paths.task_dir(slug), task.files)
         self.staging.write(self.paths.source_dir(slug), hud)
         self.staging.write(self.paths.manifest_dir(slug), task.manifests)
-        return _Staged(spec.task_id, slug, tree_digest(task.files, slug), task_name(spec))
+        return _Staged(spec.task_id, slug, content_digest(task.files, slug), task_name(spec))
 
 
 _Done = tuple[TaskSpec | None, _Staged | None]
@@ -550,7 +550,7 @@ def render_selection(
     in dataset order, and `on_task(instance_id, task_dir)` is called. Returns the written
     specs in order; with `keep_specs=False` none (memory stays flat over any number of rows).
     """
-    from packager.engines.harbor import write_harbor_dataset
+    from packager.render.harbor_dataset import write_harbor_dataset
     from packager.render.write import Staging
 
     written: list[TaskSpec] = []

@@ -184,7 +184,8 @@ def test_cli_verify_passes_harbor_env_to_both_jobs(paths: OutputPaths, docker_cl
 def test_dataset_run_through_registry_reproduces_oracle_rewards(
     paths: OutputPaths, docker_client: Any, harbor_results: dict[str, TaskResult]
 ) -> None:
-    from packager.engines.harbor import run_dataset, write_harbor_dataset
+    from packager.engines.harbor import run_dataset
+    from packager.render.harbor_dataset import write_harbor_dataset
 
     manifest, registry = write_harbor_dataset(paths, name="samples", version="1.0")
     assert manifest == paths.base / "dataset.toml"

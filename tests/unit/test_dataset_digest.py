@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from packager.datasets.sources import open_dataset
-from packager.engines.harbor import task_digest, tree_digest
 from packager.render.harbor import make_harbor_task
+from packager.render.harbor_dataset import content_digest, task_digest
 from packager.run.pipeline import Selection, iter_specs, resolve_spec
 from tests.conftest import run_cli
 
@@ -18,10 +18,10 @@ def test_memory_and_disk_digests_agree(tmp_path: Path) -> None:
     for spec in iter_specs(sel):
         task = make_harbor_task(resolve_spec(spec, sel.merged_repo_sources))
         folder = tmp_path / "samples" / "tasks" / spec.provenance.slug
-        assert tree_digest(task.files, spec.provenance.slug) == task_digest(folder)
+        assert content_digest(task.files, spec.provenance.slug) == task_digest(folder)
         # A build adds environment/repo.tar; the task's .gitignore keeps it out of the digest.
         (folder / "environment" / "repo.tar").write_bytes(b"snapshot")
-        assert task_digest(folder) == tree_digest(task.files, spec.provenance.slug)
+        assert task_digest(folder) == content_digest(task.files, spec.provenance.slug)
         checked += 1
     assert checked == 5
     manifest = (tmp_path / "samples" / "dataset.toml").read_text()

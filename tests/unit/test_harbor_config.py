@@ -162,7 +162,7 @@ def test_network_can_be_allowed_per_task() -> None:
 def test_dataset_manifest_digests_match_harbor(
     rendered: Path, harbor_view: dict[str, Any], harbor_python: Path, tmp_path: Path
 ) -> None:
-    from packager.engines.harbor import write_harbor_dataset
+    from packager.render.harbor_dataset import write_harbor_dataset
     from packager.run.store import OutputPaths
 
     paths = OutputPaths(rendered.parent, "samples")
