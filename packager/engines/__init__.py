@@ -18,6 +18,7 @@ other type.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packager.errors import UnknownEngineError
@@ -33,6 +34,26 @@ DEFAULT_ENVIRONMENT = "docker"
 """The environment type of every engine unless told otherwise (Harbor's own default too)."""
 
 
+@dataclass(frozen=True)
+class VerifyRequest:
+    """What an engine verifies: a built task, its images, and how many oracle runs.
+
+    `durations` and `extra_logs` (build and audit figures) are carried into the result;
+    `memory_mb` and `client` are for engines that start the containers themselves; `judge_env`
+    reaches a browser judge's grader.
+    """
+
+    spec: TaskSpec
+    paths: OutputPaths
+    client: DockerClient
+    images: dict[str, str]
+    oracle_runs: int
+    durations: dict[str, float] | None = None
+    extra_logs: dict[str, str] | None = None
+    memory_mb: int | None = None
+    judge_env: Mapping[str, str] | None = None
+
+
 class Engine(Protocol):
     """Runs the oracle `oracle_runs` times and the nop once on a task's built images."""
 
@@ -41,24 +62,8 @@ class Engine(Protocol):
         """What results record as their `engine` (and a rerun's cache compares)."""
         ...
 
-    def verify(
-        self,
-        spec: TaskSpec,
-        paths: OutputPaths,
-        *,
-        client: DockerClient,
-        images: dict[str, str],
-        oracle_runs: int,
-        durations: dict[str, float] | None = None,
-        extra_logs: dict[str, str] | None = None,
-        memory_mb: int | None = None,
-        judge_env: Mapping[str, str] | None = None,
-    ) -> TaskResult:
-        """The task's result (status decided by `packager.engines.containers.make_result`).
-        `durations` and `extra_logs` (build and audit figures) are carried into it; `memory_mb` and
-        `client` are for engines that start the containers themselves; `judge_env` reaches a
-        browser judge's grader.
-        """
+    def verify(self, request: VerifyRequest) -> TaskResult:
+        """The task's result (status decided by `packager.engines.containers.make_result`)."""
         ...
 
 

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from packager.engines import DEFAULT_ENVIRONMENT
+from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
 from packager.engines.containers import excerpt, judge_record, make_result, run_evidence
 from packager.errors import EngineUnavailableError, InputError, RunError
 from packager.judge.endpoint import judge_grader_env
@@ -40,7 +40,6 @@ from packager.models.spec import RunResult, TaskResult, TaskSpec
 from packager.render.harbor import RUN_ID_VARIABLE
 
 if TYPE_CHECKING:
-    from packager.images.build import DockerClient
     from packager.run.store import OutputPaths
 
 Kind = Literal["oracle", "nop"]
@@ -611,28 +610,16 @@ class HarborEngine:
     environment: str = DEFAULT_ENVIRONMENT
     name: str = field(default="harbor", init=False)
 
-    def verify(
-        self,
-        spec: TaskSpec,
-        paths: OutputPaths,
-        *,
-        client: DockerClient,
-        images: dict[str, str],
-        oracle_runs: int,
-        durations: dict[str, float] | None = None,
-        extra_logs: dict[str, str] | None = None,
-        memory_mb: int | None = None,
-        judge_env: Mapping[str, str] | None = None,
-    ) -> TaskResult:
+    def verify(self, request: VerifyRequest) -> TaskResult:
         """Harbor starts the containers itself: `client` and `memory_mb` are not used."""
         return verify_task_harbor(
-            spec,
-            paths,
-            images=images,
-            oracle_runs=oracle_runs,
-            durations=durations,
-            extra_logs=extra_logs,
-            judge_env=judge_env,
+            request.spec,
+            request.paths,
+            images=request.images,
+            oracle_runs=request.oracle_runs,
+            durations=request.durations,
+            extra_logs=request.extra_logs,
+            judge_env=request.judge_env,
             env_type=self.environment,
         )
 

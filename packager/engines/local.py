@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packager.engines import DEFAULT_ENVIRONMENT
+from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
 from packager.engines.containers import RunPlan, make_result, run_once
 from packager.errors import InputError
 from packager.judge.endpoint import judge_grader_env
@@ -101,30 +101,19 @@ class LocalEngine:
 
     name: str = "local"
 
-    def verify(
-        self,
-        spec: TaskSpec,
-        paths: OutputPaths,
-        *,
-        client: DockerClient,
-        images: dict[str, str],
-        oracle_runs: int,
-        durations: dict[str, float] | None = None,
-        extra_logs: dict[str, str] | None = None,
-        memory_mb: int | None = None,
-        judge_env: Mapping[str, str] | None = None,
-    ) -> TaskResult:
+    def verify(self, request: VerifyRequest) -> TaskResult:
+        """`verify_task` on the request's client, recording this engine's name."""
         return verify_task(
-            client,
-            spec,
-            paths,
-            oracle_runs=oracle_runs,
-            images=images,
+            request.client,
+            request.spec,
+            request.paths,
+            oracle_runs=request.oracle_runs,
+            images=request.images,
             engine=self.name,
-            durations=durations,
-            extra_logs=extra_logs,
-            memory_mb=memory_mb,
-            judge_env=judge_env,
+            durations=request.durations,
+            extra_logs=request.extra_logs,
+            memory_mb=request.memory_mb,
+            judge_env=request.judge_env,
         )
 
 

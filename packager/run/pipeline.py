@@ -1191,7 +1191,7 @@ def run_stage(
     An unknown engine, or an environment type the engine cannot use, raises InputError before
     anything runs: that is the command line's fault, not the task's.
     """
-    from packager.engines import get_engine
+    from packager.engines import VerifyRequest, get_engine
     from packager.errors import PackagerError
     from packager.images.build import Cancelled, check_cancelled
 
@@ -1200,15 +1200,17 @@ def run_stage(
     runner = get_engine(engine, environment=harbor_env)
     try:
         verified = runner.verify(
-            spec,
-            paths,
-            client=client,
-            images=staged.images,
-            oracle_runs=oracle_runs,
-            durations=staged.durations,
-            extra_logs=staged.logs,
-            memory_mb=memory_mb,
-            judge_env=judge_env,
+            VerifyRequest(
+                spec,
+                paths,
+                client=client,
+                images=staged.images,
+                oracle_runs=oracle_runs,
+                durations=staged.durations,
+                extra_logs=staged.logs,
+                memory_mb=memory_mb,
+                judge_env=judge_env,
+            )
         )
         return verified.model_copy(
             update={"image_ids": staged.image_ids, "environment": staged.environment}
