@@ -23,7 +23,8 @@ from packager.registry import EXECUTORS, ExecutorName, load, parse
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.pipeline import BuildOptions, Staged
+    from packager.run.build import BuildOptions
+    from packager.run.job import Staged
     from packager.run.store import OutputPaths
 
 

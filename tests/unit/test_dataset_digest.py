@@ -7,7 +7,8 @@ from pathlib import Path
 from packager.datasets.sources import open_dataset
 from packager.engines.harbor import task_digest, tree_digest
 from packager.render.harbor import make_harbor_task
-from packager.run.pipeline import Selection, iter_specs, resolve_spec
+from packager.run.resolve import resolve_spec
+from packager.run.select import Selection, iter_specs
 from tests.conftest import run_cli
 
 
