@@ -23,7 +23,7 @@ from packager.datasets.sources import open_dataset  # noqa: E402
 from packager.images.build import connect  # noqa: E402
 from packager.render.harbor import make_harbor_task  # noqa: E402
 from packager.run.patch import grade_patch  # noqa: E402
-from packager.run.pipeline import Selection, iter_specs  # noqa: E402
+from packager.run.select import Selection, iter_specs  # noqa: E402
 from packager.run.store import OutputPaths  # noqa: E402
 
 TASKS = ["samples__textkit-1", "samples__intset-2", "samples__kvstore-3", "samples__inventory-4"]

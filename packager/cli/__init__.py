@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.pipeline import Selection
+    from packager.run.select import Selection
 
 app = typer.Typer(
     add_completion=False,
@@ -196,7 +196,7 @@ def _selection(
     from packager.datasets.recipes import Recipes, parse_base_image_options, read_recipes
     from packager.datasets.sources import open_dataset
     from packager.repos import parse_repo_sources
-    from packager.run.pipeline import Selection
+    from packager.run.select import Selection
 
     if not tasks and not all_tasks:
         raise typer.BadParameter("name at least one TASK or pass --all")
@@ -301,7 +301,7 @@ def render_command(
     Every selected row is validated before anything is written; a bad row exits 2 and
     leaves earlier output untouched.
     """
-    from packager.run.pipeline import render_selection
+    from packager.run.materialize import render_selection
 
     def rendered(task_id: str, task_dir: Path) -> None:
         typer.echo(f"rendered {task_id} -> {task_dir}")
@@ -542,7 +542,7 @@ def _run_tasks(
     from rich.console import Console
 
     from packager.judge.endpoint import judge_endpoint
-    from packager.run.pipeline import render_selection
+    from packager.run.materialize import render_selection
 
     console = Console(stderr=True)
     specs = render_selection(sel, out)
@@ -649,8 +649,8 @@ def _build_and_verify(
 
     from packager.executors import Events, Executor, Interrupted, Job, get_executor
     from packager.images import build
-    from packager.run.pipeline import BuildOptions, cached_result, write_report, write_result
-    from packager.run.store import OutputPaths
+    from packager.run.build import BuildOptions
+    from packager.run.store import OutputPaths, cached_result, write_report, write_result
 
     choice = executor or ExecutorChoice()
     paths = OutputPaths(out, sel.dataset.name)
@@ -1031,7 +1031,8 @@ def verify_command(
         from packager.engines.local import make_run_plan
         from packager.images import build
         from packager.judge.endpoint import judge_endpoint, missing_judge_env
-        from packager.run.pipeline import BuildOptions, build_task, render_selection
+        from packager.run.build import BuildOptions, build_task
+        from packager.run.materialize import render_selection
         from packager.run.store import OutputPaths
 
         specs = render_selection(sel, out)
@@ -1055,7 +1056,7 @@ def verify_command(
                 sel.merged_repo_sources,
                 BuildOptions(mirror_dirs=sel.mirror_dirs),
             )
-            images = {"agent": str(built["agent_image"]), "grader": str(built["grader_image"])}
+            images = built.images
             plan = make_run_plan(spec, paths, images, memory_mb=memory_mb, judge_env=judge_env)
             run = run_once(
                 client,
@@ -1109,7 +1110,7 @@ def audit_command(
     """
     from packager.checks.audit import audit_path, audit_task
     from packager.images import build
-    from packager.run.pipeline import render_selection
+    from packager.run.materialize import render_selection
     from packager.run.store import OutputPaths
 
     try:
@@ -1162,8 +1163,8 @@ def quality_command(
     """
     from packager.images import build
     from packager.models.spec import TaskResult
-    from packager.run.pipeline import render_selection, write_report
-    from packager.run.store import OutputPaths
+    from packager.run.materialize import render_selection
+    from packager.run.store import OutputPaths, write_report
 
     try:
         sel = _selection(**_row_args(locals()))
@@ -1262,8 +1263,7 @@ def publish_command(
     from packager.datasets.sources import open_dataset
     from packager.images import build
     from packager.release.publish import Registry, publish
-    from packager.run.pipeline import read_results
-    from packager.run.store import OutputPaths
+    from packager.run.store import OutputPaths, read_results
 
     if not tasks and not all_tasks:
         raise typer.BadParameter("name TASK ids or pass --all")
@@ -1368,8 +1368,7 @@ def report_command(
 ) -> None:
     """Summarise the latest results of a dataset (terminal table, report.md and report.html)."""
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import read_results, write_report
-    from packager.run.store import OutputPaths
+    from packager.run.store import OutputPaths, read_results, write_report
 
     try:
         ds = open_dataset(dataset, split)

@@ -1,7 +1,8 @@
 """Executors: where each task's build → audit → verify job runs.
 
 Rendering always happens on the driver (the process the user started); an executor takes the
-rendered tasks and runs their jobs, reporting back through `Events` as each stage ends:
+rendered tasks and schedules their jobs (`packager.run.job.TaskJob`: the one composition of a
+task's stages), reporting back through `Events` as each stage ends:
 
 - `local`: two bounded thread pools on this machine's Docker engine (builds and audits of
   later tasks overlap the runs of earlier ones).
@@ -23,7 +24,8 @@ from packager.registry import EXECUTORS, ExecutorName, load, parse
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.pipeline import BuildOptions, Staged
+    from packager.run.build import BuildOptions
+    from packager.run.job import Staged
     from packager.run.store import OutputPaths
 
 

@@ -16,7 +16,7 @@ from packager.executors import Events, Interrupted, Job
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.pipeline import Staged
+    from packager.run.job import Staged, TaskJob
 
 
 class LocalExecutor:
@@ -31,25 +31,16 @@ class LocalExecutor:
     def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
         from packager.images import build
         from packager.models.spec import TaskResult
-        from packager.run.pipeline import build_stage
+        from packager.run.job import TaskJob
 
+        task_job = TaskJob(job, self.client)
         build_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="build")
         run_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="run")
         stage_of: dict[Future[Any], str] = {}
         try:
             pending: set[Future[Any]] = set()
             for spec in specs:
-                future = build_pool.submit(
-                    build_stage,
-                    spec,
-                    job.paths,
-                    dict(job.repo_sources),
-                    build_opts=job.build_opts,
-                    verify=job.verify,
-                    client=self.client,
-                    engine=job.engine,
-                    judge_env=job.judge_env,
-                )
+                future = build_pool.submit(task_job.build, spec)
                 stage_of[future] = "build"
                 pending.add(future)
             while pending:
@@ -65,9 +56,9 @@ class LocalExecutor:
                     if isinstance(outcome, TaskResult):
                         events.result(outcome)  # ended at build: nothing to run
                     elif not job.verify:
-                        events.result(outcome.finish("built"))
+                        events.result(task_job.verify(outcome))  # built only: nothing runs
                     else:
-                        run = run_pool.submit(self._run, outcome, job, events)
+                        run = run_pool.submit(self._run, task_job, outcome, events)
                         stage_of[run] = "run"
                         pending.add(run)
         except KeyboardInterrupt:
@@ -86,19 +77,8 @@ class LocalExecutor:
         for pool in (build_pool, run_pool):
             pool.shutdown(wait=True)
 
-    def _run(self, staged: Staged, job: Job, events: Events) -> TaskResult:
-        from packager.run.pipeline import run_stage
-
-        result = run_stage(
-            staged,
-            job.paths,
-            oracle_runs=job.oracle_runs,
-            client=self.client,
-            memory_mb=job.memory_mb,
-            engine=job.engine,
-            judge_env=job.judge_env,
-            harbor_env=job.harbor_env,
-        )
+    def _run(self, task_job: TaskJob, staged: Staged, events: Events) -> TaskResult:
+        result = task_job.verify(staged)
         if events.ran is not None:
             events.ran(staged, result)
         return result

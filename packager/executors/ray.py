@@ -269,22 +269,18 @@ class RayExecutor:
         return min(candidates, key=lambda n: (n.running, n.node_id))
 
     def _payload(self, job: Job) -> dict[str, Any]:
+        from dataclasses import replace
+
         from packager.images import build
 
+        # Repo sources are the driver's paths: sent only when every node sees them.
+        sources = dict(job.repo_sources) if self.shared_repos else {}
         return {
             "code": code_fingerprint(),
-            "dataset": job.paths.dataset,
             "run_id": build.RUN_ID,
-            "build_opts": job.build_opts,
-            "verify": job.verify,
-            "oracle_runs": job.oracle_runs,
-            "memory_mb": job.memory_mb,
-            "engine": job.engine,
-            "harbor_env": job.harbor_env,
-            "judge_env": dict(job.judge_env),
+            "job": replace(job, repo_sources=sources, judge_env=dict(job.judge_env)),
             "registry": self.registry,
             "shared_repos": self.shared_repos,
-            "repo_sources": dict(job.repo_sources) if self.shared_repos else {},
         }
 
     def _submit(
@@ -587,15 +583,59 @@ def remove_run_containers(run_id: str) -> int:
     return removed
 
 
-def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -> dict[str, Any]:
-    """One task's build → audit → verify on this node (runs in a Ray worker process)."""
+def _node_job(payload: dict[str, Any], root: Path, shipped: dict[str, Any]) -> Job:
+    """The driver's job as this node runs it: outputs under `root`, repository sources the
+    bundles shipped to this node (or the driver's own, with `shared_repos`).
+    """
+    from dataclasses import replace
+
     import ray
 
+    from packager.run.store import OutputPaths
+
+    job: Job = payload["job"]
+    paths = OutputPaths(root, job.paths.dataset)
+    if payload["shared_repos"]:
+        return replace(job, paths=paths)
+    repo_sources = {
+        name: str(materialize_bundle(ray.get(ref) if not isinstance(ref, bytes) else ref))
+        for name, ref in shipped.items()
+    }
+    build_opts = replace(job.build_opts, mirror_dirs=())
+    return replace(job, paths=paths, repo_sources=repo_sources, build_opts=build_opts)
+
+
+def _pull_bases(client: DockerClient, job: Job, slug: str, registry: Registry | None) -> None:
+    """Pull the task's missing base images from `registry`; a failure is logged, and left to
+    the build's own check, which names what is missing.
+    """
+    dockerfile = job.paths.task_dir(slug) / "environment" / "Dockerfile"
+    try:
+        pull_missing_bases(client, dockerfile.read_text(), registry)
+    except Exception as exc:  # noqa: BLE001 - the build's own check names what is missing
+        (job.paths.log_dir(slug)).mkdir(parents=True, exist_ok=True)
+        (job.paths.log_dir(slug) / "pull.log").write_text(f"{type(exc).__name__}: {exc}\n")
+
+
+def _push_images(
+    client: DockerClient, registry: Registry | None, result: TaskResult
+) -> dict[str, str]:
+    """Push a verified or built task's images to `registry`: role -> pushed reference."""
+    pushed: dict[str, str] = {}
+    if registry is not None and result.status in ("verified", "built") and result.images:
+        from packager.release.publish import push_image
+
+        for role, image in sorted(result.images.items()):
+            pushed[role], _ = push_image(client, registry, image, lambda _: None)
+    return pushed
+
+
+def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -> dict[str, Any]:
+    """One task's build → audit → verify on this node (runs in a Ray worker process)."""
     from packager.images import build
     from packager.images.build import Cancelled
-    from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.pipeline import build_stage, run_stage
-    from packager.run.store import OutputPaths
+    from packager.models.spec import TaskSpec
+    from packager.run.job import TaskJob
 
     here = code_fingerprint()
     if payload["code"] != here:
@@ -612,64 +652,18 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
     root = Path(tempfile.mkdtemp(prefix="packager-ray-")).resolve()
     client: Any = None
     try:
-        paths = OutputPaths(root, str(payload["dataset"]))
-        unpack_files(task_tar, paths.base)
-        if payload["shared_repos"]:
-            repo_sources = dict(payload["repo_sources"])
-            opts = payload["build_opts"]
-        else:
-            repo_sources = {
-                name: str(materialize_bundle(ray.get(ref) if not isinstance(ref, bytes) else ref))
-                for name, ref in shipped.items()
-            }
-            from dataclasses import replace
-
-            opts = replace(payload["build_opts"], mirror_dirs=())
+        job = _node_job(payload, root, shipped)
+        unpack_files(task_tar, job.paths.base)
         client = build.connect()
         build.remove_orphan_containers(client)
-        dockerfile = paths.task_dir(slug) / "environment" / "Dockerfile"
-        registry = payload["registry"]
-        try:
-            pull_missing_bases(client, dockerfile.read_text(), registry)
-        except Exception as exc:  # noqa: BLE001 - the build's own check names what is missing
-            (paths.log_dir(slug)).mkdir(parents=True, exist_ok=True)
-            (paths.log_dir(slug) / "pull.log").write_text(f"{type(exc).__name__}: {exc}\n")
-        staged = build_stage(
-            spec,
-            paths,
-            repo_sources,
-            build_opts=opts,
-            verify=bool(payload["verify"]),
-            client=client,
-            engine=str(payload["engine"]),
-            judge_env=payload["judge_env"],
-        )
-        if isinstance(staged, TaskResult):
-            result = staged
-        elif not payload["verify"]:
-            result = staged.finish("built")
-        else:
-            result = run_stage(
-                staged,
-                paths,
-                oracle_runs=int(payload["oracle_runs"]),
-                client=client,
-                memory_mb=payload["memory_mb"],
-                engine=str(payload["engine"]),
-                judge_env=payload["judge_env"],
-                harbor_env=str(payload["harbor_env"]),
-            )
-        pushed: dict[str, str] = {}
-        if registry is not None and result.status in ("verified", "built") and result.images:
-            from packager.release.publish import push_image
-
-            for role, image in sorted(result.images.items()):
-                pushed[role], _ = push_image(client, registry, image, lambda _: None)
+        _pull_bases(client, job, slug, payload["registry"])
+        result = TaskJob(job, client)(spec)
+        pushed = _push_images(client, payload["registry"], result)
         result = result.model_copy(update={"node": str(payload["node"]), "registry_images": pushed})
         return {
             "result": result.model_dump_json(),
             "root": str(root),
-            "files": pack_outputs(paths.base, slug),
+            "files": pack_outputs(job.paths.base, slug),
             "host": socket.gethostname(),
         }
     except (KeyboardInterrupt, Cancelled):

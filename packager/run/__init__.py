@@ -1,4 +1,5 @@
-"""One run of the tool over a selection of rows: select, resolve and render the rows, then build,
-audit and verify each task (one per-task job that every executor calls), keep the results.
-`store` holds every output path; `patch` grades one candidate patch for a task.
+"""The run of a selection, stage by stage: which rows (`select`), completed from their
+repositories (`resolve`), rendered and put in place (`materialize`); then each task's job
+(`job.TaskJob`: its images built by `build`, environments by `environment`, audited, verified),
+its result files and the report (`store`). `patch` grades one candidate patch for a task.
 """

@@ -1,5 +1,7 @@
-"""Where a dataset's outputs go (one object for every output path) and where this machine's
-caches live. No other packager import, so any module can use it without importing the pipeline.
+"""Where a dataset's outputs go (one object for every output path), where this machine's caches
+live, and the files of results kept there: each task's result (`write_result`: an infra_error
+never replaces a verdict), a rerun's cache check (`cached_result`), and the report made from
+them. Other packager modules are imported where used, so any module can import this one.
 """
 
 from __future__ import annotations
@@ -7,6 +9,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from packager.images.build import DockerClient
+    from packager.models.spec import TaskResult, TaskSpec
 
 
 def cache_root() -> Path:
@@ -48,3 +55,130 @@ class OutputPaths:
     @property
     def report_file(self) -> Path:
         return self.base / "report.md"
+
+
+def error_file(paths: OutputPaths, slug: str) -> Path:
+    """results/<task>.error.json: an infra_error that did not replace an earlier verdict."""
+    return paths.base / "results" / f"{slug}.error.json"
+
+
+def write_result(paths: OutputPaths, result: TaskResult) -> Path:
+    """results/<task>.json, atomically; returns the path written.
+
+    An `infra_error` (the run did not complete) never replaces an earlier verdict: when
+    results/<task>.json holds a result of another status it stays untouched, and the error goes
+    to results/<task>.error.json. Any other result replaces results/<task>.json and removes a
+    stale error file.
+    """
+    from packager.models.spec import TaskResult
+    from packager.render.write import write_json
+
+    target = paths.result_file(result.task)
+    if result.status == "infra_error" and target.is_file():
+        try:
+            previous = TaskResult.model_validate_json(target.read_text())
+        except ValueError:
+            previous = None
+        if previous is not None and previous.status != "infra_error":
+            target = error_file(paths, result.task)
+    elif result.status != "infra_error":
+        error_file(paths, result.task).unlink(missing_ok=True)
+    write_json(target, result.model_dump(mode="json"))
+    return target
+
+
+def cached_result(
+    paths: OutputPaths,
+    spec: TaskSpec,
+    *,
+    oracle_runs: int,
+    engine: str = "local",
+    client: DockerClient | None = None,
+) -> TaskResult | None:
+    """The task's saved result when it is `verified` for the very images this spec renders to,
+    by the same engine, with at least `oracle_runs` oracle runs: a rerun skips such a task.
+
+    With a client, the images must also still be the ones verified (same ids) and the agent
+    image's base images unchanged since it was built.
+    """
+    from packager.models.spec import TaskResult
+    from packager.run.build import image_tags
+
+    target = paths.result_file(spec.provenance.slug)
+    if not target.is_file():
+        return None
+    try:
+        previous = TaskResult.model_validate_json(target.read_text())
+    except ValueError:
+        return None
+    tags = image_tags(spec)
+    same = previous.images == tags.images
+    if not (
+        previous.status == "verified"
+        and same
+        and previous.engine == engine
+        and len(previous.oracle) >= oracle_runs
+    ):
+        return None
+    if client is not None and previous.image_ids:
+        from packager.images import build
+
+        try:
+            current = {k: client.images.get(v).id for k, v in previous.images.items()}
+            dockerfile = paths.task_dir(spec.provenance.slug) / "environment" / "Dockerfile"
+            stale = build.stale_bases(
+                client, tags.agent, build.base_ids(client, dockerfile.read_text())
+            )
+        except Exception:  # noqa: BLE001 - an image is gone: verify again
+            return None
+        if current != previous.image_ids or stale:
+            return None
+    return previous
+
+
+def read_results(paths: OutputPaths) -> list[TaskResult]:
+    """Every results/<task>.json of a dataset, sorted by task."""
+    from packager.models.spec import TaskResult
+
+    folder = paths.base / "results"
+    if not folder.is_dir():
+        return []
+    return [
+        TaskResult.model_validate_json(p.read_text())
+        for p in sorted(folder.glob("*.json"))
+        if not p.name.endswith((".audit.json", ".error.json", ".quality.json"))
+    ]
+
+
+def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path:
+    """report.md and report.html (self-contained: a status chart and seconds per stage per
+    task) from every result of the dataset, with `disk`: the tool's Docker disk use.
+    """
+    from packager.checks.quality import read_quality
+    from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
+    from packager.render.write import write_text
+
+    results = read_results(paths)
+    text = make_markdown(paths.dataset, results)
+    quality: list[QualityRow] = []
+    for result in results:
+        found = read_quality(paths, result.task)
+        if found is None:
+            continue
+        covered = f"{found.covered}/{found.total}" if found.covered is not None else "-"
+        uncovered = "; ".join(h.where for h in found.hunks if h.covered is False)
+        leaks = "; ".join(f"{leak.kind}: {leak.text[:60]}" for leak in found.leaks)
+        quality.append((result.instance_id, covered, uncovered, leaks or "no"))
+    text += quality_markdown(quality)
+    if disk is not None:
+        from packager.release.clean import human
+
+        text += (
+            f"\nDocker disk use of packager images: {disk['images']} images, "
+            f"{human(disk['size_bytes'])} ({human(disk['unique_bytes'])} not shared).\n"
+        )
+    write_text(paths.report_file, text)
+    write_text(
+        paths.report_file.with_suffix(".html"), make_html(paths.dataset, results, disk, quality)
+    )
+    return paths.report_file

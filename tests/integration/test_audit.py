@@ -23,7 +23,8 @@ from packager.images import build
 from packager.models.spec import TaskSpec
 from packager.render import naming
 from packager.render.harbor import make_harbor_task
-from packager.run.pipeline import Selection, iter_specs, resolve_spec
+from packager.run.resolve import resolve_spec
+from packager.run.select import Selection, iter_specs
 from packager.run.store import OutputPaths
 from tests.conftest import ROOT, run_cli
 

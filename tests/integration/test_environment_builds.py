@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from packager.run.pipeline import ENVIRONMENT_REPOSITORY
+from packager.run.environment import ENVIRONMENT_REPOSITORY
 from packager.samples.generate import generate
 from tests.conftest import run_cli
 

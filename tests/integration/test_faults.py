@@ -426,29 +426,26 @@ def test_hidden_test_failing_every_other_run_is_flaky(work: Path, docker_client:
     engine itself is unchanged.
     """
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import (
-        BuildOptions,
-        Selection,
-        package_one,
-        render_selection,
-        write_result,
-    )
-    from packager.run.store import OutputPaths
+    from packager.executors import Job
+    from packager.run.build import BuildOptions
+    from packager.run.job import TaskJob
+    from packager.run.materialize import render_selection
+    from packager.run.select import Selection
+    from packager.run.store import OutputPaths, write_result
 
     sel = Selection(dataset=open_dataset(str(work / "faults.jsonl"), "test"),
                     task_ids=("faults__flaky",))  # fmt: skip
     (spec,) = render_selection(sel, work / "out")
     volume = docker_client.volumes.create(name=f"packager-flip-{uuid.uuid4().hex[:8]}")
     try:
-        result = package_one(
-            spec,
-            OutputPaths(work / "out", "faults"),
-            sel.merged_repo_sources,
+        job = Job(
+            paths=OutputPaths(work / "out", "faults"),
+            repo_sources=sel.merged_repo_sources,
             build_opts=BuildOptions(),
             verify=True,
             oracle_runs=2,
-            client=_FlipClient(docker_client, volume.name),
         )
+        result = TaskJob(job, _FlipClient(docker_client, volume.name))(spec)
     finally:
         volume.remove(force=True)
     write_result(OutputPaths(work / "out", "faults"), result)

@@ -54,7 +54,8 @@ def harbor_results() -> dict[str, TaskResult]:
 
 def _spec(task: str) -> TaskSpec:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, iter_specs, resolve_spec
+    from packager.run.resolve import resolve_spec
+    from packager.run.select import Selection, iter_specs
 
     sel = Selection(dataset=open_dataset(None, "test"), task_ids=(task,))
     return resolve_spec(next(iter_specs(sel)), sel.merged_repo_sources)

@@ -111,7 +111,8 @@ def hud_images(paths: OutputPaths, docker_client: Any) -> dict[str, HudImage]:
 
 def _spec(task: str) -> TaskSpec:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, iter_specs, resolve_spec
+    from packager.run.resolve import resolve_spec
+    from packager.run.select import Selection, iter_specs
 
     sel = Selection(dataset=open_dataset(None, "test"), task_ids=(task,))
     return resolve_spec(next(iter_specs(sel)), sel.merged_repo_sources)

@@ -31,7 +31,8 @@ from packager.checks.quality import (
 )
 from packager.datasets.sources import SAMPLES_DIR, open_dataset
 from packager.models.spec import TaskResult, TaskSpec
-from packager.run.pipeline import Selection, iter_specs, resolve_spec
+from packager.run.resolve import resolve_spec
+from packager.run.select import Selection, iter_specs
 from packager.run.store import OutputPaths
 from tests.conftest import run_cli, sample_rows
 
@@ -97,7 +98,7 @@ def derived(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def out(tmp_path: Path) -> Path:
-    """One output folder per task: `read_results` (pipeline.py) still reads every
+    """One output folder per task: `read_results` (run/store.py) still reads every
     results/*.json as a verification result, `<task>.quality.json` included, until the CLI
     owner makes it skip them as it skips `.audit.json`; images are shared all the same."""
     return tmp_path / "out"

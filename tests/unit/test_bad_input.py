@@ -25,7 +25,8 @@ from packager.adapters import row_id
 from packager.datasets.recipes import parse_base_image_options
 from packager.datasets.sources import open_dataset
 from packager.errors import InputError
-from packager.run.pipeline import Selection, render_selection
+from packager.run.materialize import render_selection
+from packager.run.select import Selection
 from tests.conftest import ROOT, run_cli, sample_rows
 
 SAMPLES = ROOT / "packager" / "samples"

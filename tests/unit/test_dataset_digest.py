@@ -7,7 +7,8 @@ from pathlib import Path
 from packager.datasets.sources import open_dataset
 from packager.render.harbor import make_harbor_task
 from packager.render.harbor_dataset import content_digest, task_digest
-from packager.run.pipeline import Selection, iter_specs, resolve_spec
+from packager.run.resolve import resolve_spec
+from packager.run.select import Selection, iter_specs
 from tests.conftest import run_cli
 
 

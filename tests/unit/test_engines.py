@@ -28,7 +28,7 @@ TASK = "samples__textkit-1"
 
 def _spec() -> TaskSpec:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, iter_specs
+    from packager.run.select import Selection, iter_specs
 
     return next(iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=(TASK,))))
 
@@ -58,7 +58,7 @@ def test_registry_names_both_engines_and_stays_lazy() -> None:
     assert harbor.environment == "docker"
     # Importing the registry (as the CLI does) imports no engine.
     code = (
-        "import sys, packager.engines, packager.cli, packager.run.pipeline; "
+        "import sys, packager.engines, packager.cli, packager.run.materialize, packager.run.job; "
         "print(sorted(m for m in sys.modules if m.startswith('packager.engines.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -111,7 +111,7 @@ def test_task_job_carries_the_environment_type(tmp_path: Path) -> None:
 def test_run_stage_passes_harbor_env_to_both_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from packager.run.pipeline import Staged, run_stage
+    from packager.run.job import Staged, run_stage
 
     spec = _spec()
     paths = OutputPaths(tmp_path, spec.provenance.dataset)
@@ -193,7 +193,7 @@ def test_cli_help_lists_engines_and_harbor_env() -> None:
 
 def _sample_spec(task: str) -> TaskSpec:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, iter_specs
+    from packager.run.select import Selection, iter_specs
 
     return next(iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=(task,))))
 

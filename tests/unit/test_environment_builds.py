@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from packager.images.locks import machine_lock
-from packager.run.pipeline import _environment_dockerfile, _environment_files, environment_key
+from packager.run.environment import _environment_dockerfile, _environment_files, environment_key
 
 DOCKERFILE = """\
 # Agent image: repo.tar is added below.

@@ -294,11 +294,11 @@ def test_a_substitution_is_in_task_metadata_and_list(tmp_path: Path) -> None:
 def test_a_substitution_is_in_the_result_environment_and_html() -> None:
     from packager.models.spec import TaskSpec
     from packager.release.report import make_html
-    from packager.run.pipeline import environment_facts
+    from packager.run.build import environment_facts
 
     spec = _adapt(_verified()["django__django-11099"])
     assert isinstance(spec, TaskSpec)
-    facts = environment_facts(spec, {"flattened_from": "img@sha256:1"})
+    facts = environment_facts(spec, flattened_from="img@sha256:1")
     assert facts == {
         "source": "harness spec django/django@3.0 (swebench==4.1.0)",
         "python_requested": "3.6",

@@ -6,7 +6,7 @@ import pytest
 
 from packager.datasets.sources import open_dataset
 from packager.errors import PackagerError
-from packager.run.pipeline import Selection, iter_specs
+from packager.run.select import Selection, iter_specs
 
 
 def _ids(**filters: object) -> list[str]:

@@ -139,7 +139,7 @@ def test_network_can_be_allowed_per_task() -> None:
     from packager.datasets.sources import open_dataset
     from packager.models.spec import Environment
     from packager.render.harbor import make_harbor_task
-    from packager.run.pipeline import Selection, iter_specs
+    from packager.run.select import Selection, iter_specs
 
     spec = next(iter_specs(Selection(dataset=open_dataset(None, "test"), all_tasks=True)))
     online = spec.model_copy(

@@ -24,7 +24,7 @@ ENDPOINT = {"PACKAGER_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "PACKAGER_JUDGE_
 
 def _sample(task: str) -> TaskSpec:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, iter_specs
+    from packager.run.select import Selection, iter_specs
 
     return next(iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=(task,))))
 

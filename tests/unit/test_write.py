@@ -114,15 +114,16 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """One row rendered in this process, then chunks of two in the forked workers (so a render
     of the five samples reaches the workers).
     """
-    import packager.run.pipeline as pipeline
+    import packager.run.materialize as materialize
 
-    monkeypatch.setattr(pipeline, "RENDER_INLINE_ROWS", 1)
-    monkeypatch.setattr(pipeline, "RENDER_CHUNK", 2)
+    monkeypatch.setattr(materialize, "RENDER_INLINE_ROWS", 1)
+    monkeypatch.setattr(materialize, "RENDER_CHUNK", 2)
 
 
 def _render(out: Path, workers: int) -> dict[str, tuple[int, bytes | None]]:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, render_selection
+    from packager.run.materialize import render_selection
+    from packager.run.select import Selection
 
     sel = Selection(dataset=open_dataset(None), all_tasks=True)
     written = render_selection(sel, out, workers=workers)
@@ -169,7 +170,8 @@ def test_a_bad_row_in_a_render_worker_is_reported_whole_and_in_row_order(
 ) -> None:
     from packager.datasets.sources import open_dataset
     from packager.errors import RowError
-    from packager.run.pipeline import Selection, render_selection
+    from packager.run.materialize import render_selection
+    from packager.run.select import Selection
 
     rows = _sample_rows()
     bad = dict(rows[2], patch="not a diff")  # adapted in a worker
@@ -187,7 +189,8 @@ def test_a_bad_row_in_a_render_worker_is_reported_whole_and_in_row_order(
 
 def test_render_workers_apply_the_repository_filter(tmp_path: Path, small_chunks: None) -> None:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, render_selection
+    from packager.run.materialize import render_selection
+    from packager.run.select import Selection
 
     rows = _sample_rows()
     data = _dataset(tmp_path / "ds", rows)
@@ -237,7 +240,8 @@ def test_a_large_file_every_task_carries_is_written_once_and_linked(tmp_path: Pa
 
 def test_rendered_tasks_share_the_grading_runtime(tmp_path: Path) -> None:
     from packager.datasets.sources import open_dataset
-    from packager.run.pipeline import Selection, render_selection
+    from packager.run.materialize import render_selection
+    from packager.run.select import Selection
 
     render_selection(Selection(dataset=open_dataset(None), all_tasks=True), tmp_path, workers=1)
     copies = sorted(tmp_path.glob("samples/*/*/**/grading.pyz"))

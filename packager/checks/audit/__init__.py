@@ -1052,8 +1052,10 @@ def _saved_clean(path: Path, key: str) -> dict[str, Any] | None:
     return None
 
 
-def audit_task(client: DockerClient, spec: TaskSpec, paths: OutputPaths) -> AuditReport:
-    """Audit the task's agent image (tag from the rendered task) and write its audit JSON.
+def audit_task(
+    client: DockerClient, spec: TaskSpec, paths: OutputPaths, tag: str | None = None
+) -> AuditReport:
+    """Audit the task's agent image (`tag`, else the rendered task's) and write its audit JSON.
 
     A clean audit of the very same image for the same secrets (`audit_key`) is not repeated:
     its saved verdict is returned (stats `cached` = 1, 0 seconds), from the task's audit JSON
@@ -1066,7 +1068,7 @@ def audit_task(client: DockerClient, spec: TaskSpec, paths: OutputPaths) -> Audi
     from packager.render.harbor import make_harbor_task
     from packager.render.write import write_json
 
-    tag = make_harbor_task(spec).agent_image
+    tag = tag or make_harbor_task(spec).agent_image
     target = audit_path(paths, spec.provenance.slug)
     key = None
     try:

@@ -1,0 +1,439 @@
+"""Building one task's images: the repository snapshot into the agent context, the agent image
+(FROM a flattened copy of a published image, or through an extra CA, when asked; its environment
+first, once per machine), the grader image. `build_task` says what it did in a `BuildOutcome`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from packager.errors import RowError
+from packager.models.spec import TaskSpec
+from packager.run.environment import ensure_environment
+from packager.run.store import OutputPaths
+
+if TYPE_CHECKING:
+    from packager.errors import BuildError
+    from packager.images.build import DockerClient
+    from packager.images.flatten import FlatBase, FlattenOutcome
+
+
+class ImageTags(NamedTuple):
+    """The agent and grader image tags a spec renders to (content digests of their contexts)."""
+
+    agent: str
+    grader: str
+
+    @property
+    def images(self) -> dict[str, str]:
+        """As a result's `images`: role -> tag."""
+        return {"agent": self.agent, "grader": self.grader}
+
+
+def image_tags(spec: TaskSpec) -> ImageTags:
+    """The spec's image tags. It renders the task tree: compute them once per task and pass
+    them on.
+    """
+    from packager.render.harbor import make_harbor_task
+
+    task = make_harbor_task(spec)
+    return ImageTags(task.agent_image, task.grader_image)
+
+
+@dataclass(frozen=True)
+class ImageBuild:
+    """One image of a task's build: its tag, whether this build made it, its seconds (0 when it
+    was there) and its build log (None when nothing was logged).
+    """
+
+    tag: str
+    built: bool = False
+    seconds: float = 0.0
+    log: str | None = None
+
+
+@dataclass(frozen=True)
+class Flattening:
+    """The flat copy of a published image the agent image is built FROM."""
+
+    source: str
+    """The published image, by id (`flattened_from`)."""
+    seconds: float
+    """0 when it was there already."""
+    mb: float | None
+    log: str | None
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What `build_task` did: the task's two images, the environment image it built (None when
+    it was there or there is none), the flattening of a published image.
+    """
+
+    agent: ImageBuild
+    grader: ImageBuild
+    environment: ImageBuild | None = None
+    flattening: Flattening | None = None
+    rebuilt_for_new_base: bool = False
+    """The agent image existed but its bases (or its flat image) had changed."""
+
+    @property
+    def images(self) -> dict[str, str]:
+        return {"agent": self.agent.tag, "grader": self.grader.tag}
+
+    @property
+    def flattened_from(self) -> str | None:
+        return self.flattening.source if self.flattening is not None else None
+
+    def durations(self) -> dict[str, float]:
+        """Seconds per build step, as a result's `durations` keys them."""
+        seconds = {"agent_build": self.agent.seconds, "grader_build": self.grader.seconds}
+        if self.flattening is not None:
+            seconds["flatten"] = self.flattening.seconds
+        if self.environment is not None:
+            seconds["environment_build"] = self.environment.seconds
+        return seconds
+
+    def logs(self) -> dict[str, str]:
+        """Build logs, as a result's `logs` keys them."""
+        logs = {
+            "environment_log": self.environment.log if self.environment else None,
+            "agent_log": self.agent.log,
+            "flatten_log": self.flattening.log if self.flattening else None,
+            "grader_log": self.grader.log,
+        }
+        return {key: log for key, log in logs.items() if log is not None}
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Knobs of the build stage."""
+
+    timeout_sec: float = 1800.0
+    ca_bundle: Path | None = None
+    pull: bool = False
+    """Let the engine pull missing base images; off by default, so a missing base fails fast."""
+    mirror_dirs: tuple[str, ...] = ()
+    """Folders of repository mirrors (`--repo-source DIR`)."""
+
+
+def _flat_base(
+    client: DockerClient,
+    spec: TaskSpec,
+    dockerfile_text: str,
+    label: str,
+    opts: BuildOptions,
+    flatten_log: Path,
+) -> FlatBase | None:
+    """How a published harness image is flattened (None for other environments). What its
+    own layers hold (later commits, branches, tags, unreachable objects) no later layer can
+    remove, so the agent image is built FROM a copy of its file system in one layer, without
+    the workdir's .git (docs/datasets.md).
+    """
+    from packager.errors import BuildError
+    from packager.images import build, flatten
+
+    if not spec.environment.prebuilt:
+        return None
+    published = build.first_from(dockerfile_text)
+    if opts.pull:
+        build.pull_missing(client, published, task=label, log_path=flatten_log)
+    build.check_base_images(
+        client, dockerfile_text, task=label, log_path=flatten_log, pull=opts.pull
+    )
+    try:
+        return flatten.flatten_plan(client, published, spec.repo.workdir)
+    except ValueError as exc:
+        flatten_log.parent.mkdir(parents=True, exist_ok=True)
+        flatten_log.write_text(f"ERROR: {exc}\n")
+        raise BuildError(label, published, f"cannot flatten it: {exc}", flatten_log) from exc
+
+
+@dataclass
+class _AgentPlan:
+    """How a task's agent image is built: its Dockerfile, build arguments and labels, the ids
+    of its bases, whether an existing image must be rebuilt, its flat base (flattened once).
+    """
+
+    client: DockerClient
+    label: str
+    logs: Path
+    opts: BuildOptions
+    dockerfile: str
+    flat: FlatBase | None
+    buildargs: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    bases: str = ""
+    rebuild: bool = False
+    flattened: FlattenOutcome | None = None
+
+    def ensure_flat(self) -> None:
+        """Flatten the published image (once; it returns at once when the flat image exists)."""
+        from packager.images.flatten import flatten_image
+
+        assert self.flat is not None
+        self.flattened = self.flattened or flatten_image(
+            self.client,
+            self.flat,
+            task=self.label,
+            log_path=self.logs / "build-flatten.log",
+            timeout_sec=self.opts.timeout_sec,
+        )
+
+    def check_bases(self, dockerfile: str) -> None:
+        from packager.images import build
+
+        build.check_base_images(
+            self.client,
+            dockerfile,
+            task=self.label,
+            log_path=self.logs / "build-agent.log",
+            pull=self.opts.pull,
+        )
+
+
+def _plan_agent(
+    client: DockerClient, spec: TaskSpec, paths: OutputPaths, opts: BuildOptions, agent_tag: str
+) -> _AgentPlan:
+    """The agent image's plan: its flat base, the CA image standing in for its first base, the
+    ids of its bases and whether the existing image is stale.
+    """
+    from packager.images import build
+    from packager.images.flatten import LABEL_FLAT_BASE
+
+    slug = spec.provenance.slug
+    logs = paths.log_dir(slug)
+    label = f"{spec.provenance.dataset}/{slug}"
+    dockerfile = (paths.task_dir(slug) / "environment" / "Dockerfile").read_text()
+    flat = _flat_base(client, spec, dockerfile, label, opts, logs / "build-flatten.log")
+    plan = _AgentPlan(client, label, logs, opts, dockerfile, flat)
+    if flat is not None:
+        plan.buildargs["PACKAGER_BASE"] = flat.tag
+        plan.labels = flat.agent_labels
+    if opts.ca_bundle is not None:
+        # The image trusting the extra CA stands in for the first base (made FROM the flat
+        # image of a published one): it is the one recorded, so an agent image built without
+        # that CA (or with another, or on another published image) is rebuilt.
+        plan.check_bases(dockerfile)
+        if flat is not None:
+            plan.ensure_flat()
+        plan.buildargs["PACKAGER_BASE"] = build.ca_base_image(
+            client,
+            flat.tag if flat is not None else build.first_from(dockerfile),
+            opts.ca_bundle,
+            logs,
+        )
+        plan.bases = build.base_ids(client, f"FROM {plan.buildargs['PACKAGER_BASE']}\n")
+    else:
+        # For a published image: its id, not the flat image's (which is derived from it), so
+        # a re-pulled image makes the agent image stale here and in `cached_result` alike.
+        plan.bases = build.base_ids(client, dockerfile)
+    plan.rebuild = build.image_exists(client, agent_tag) and (
+        build.stale_bases(client, agent_tag, plan.bases)
+        or (flat is not None and build.image_label(client, agent_tag, LABEL_FLAT_BASE) != flat.tag)
+    )
+    return plan
+
+
+def _write_snapshot(
+    spec: TaskSpec, paths: OutputPaths, repo_sources: dict[str, str], opts: BuildOptions
+) -> None:
+    """The repository at the task's base commit, as the snapshot tar of the agent context."""
+    from packager import repos
+    from packager.errors import RepoSourceError
+    from packager.render.harbor import SNAPSHOT_FILE
+
+    slug = spec.provenance.slug
+    with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
+        snap = Path(tmp) / "repo"
+        git_dir = None
+        if spec.repo.files is None:
+            git_dir = repos.git_dir_for(
+                repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
+            )
+            if not repos.has_commit(git_dir, spec.repo.base_commit):
+                raise RowError(
+                    spec.task_id,
+                    "base_commit",
+                    f"commit {spec.repo.base_commit} not found in repo source",
+                )
+        head = repos.write_snapshot_repo(
+            snap,
+            git_dir=git_dir,
+            base_commit=spec.repo.base_commit,
+            files=spec.repo.files,
+            history=spec.repo.history,
+            log_path=paths.log_dir(slug) / "snapshot.log",
+            task=spec.task_id,
+        )
+        if head != spec.repo.head:
+            raise RepoSourceError(
+                spec.task_id,
+                "base_commit",
+                f"the snapshot's HEAD is {head}, expected {spec.repo.head}",
+            )
+        repos.write_snapshot_tar(snap, paths.task_dir(slug) / "environment" / SNAPSHOT_FILE)
+
+
+def _build_agent(
+    spec: TaskSpec,
+    paths: OutputPaths,
+    repo_sources: dict[str, str],
+    plan: _AgentPlan,
+    tag: str,
+) -> tuple[ImageBuild, ImageBuild | None]:
+    """Snapshot the repository, then build the environment (when this task must) and the agent
+    image; returns the agent's build and the environment's when this task built it.
+    """
+    from packager.images import build
+    from packager.render.harbor import SNAPSHOT_FILE
+
+    _write_snapshot(spec, paths, repo_sources, plan.opts)
+    own_context = paths.task_dir(spec.provenance.slug) / "environment"
+    context = own_context
+    plan.check_bases((context / "Dockerfile").read_text())
+    if plan.flat is not None:
+        plan.ensure_flat()
+    if "PACKAGER_BASE" in plan.buildargs:
+        context = Path(tempfile.mkdtemp(prefix="packager-ctx-"))
+        shutil.copytree(own_context, context, dirs_exist_ok=True)
+        (context / "Dockerfile").write_text(build.with_base_override(plan.dockerfile))
+    try:
+        # The environment first, once per machine: the agent build then takes its layers
+        # from the engine's cache and only adds the snapshot and what follows it.
+        environment = ensure_environment(
+            plan.client,
+            context,
+            SNAPSHOT_FILE,
+            plan.buildargs,
+            plan.bases,
+            task=plan.label,
+            log_path=plan.logs / "build-environment.log",
+            timeout_sec=plan.opts.timeout_sec,
+        )
+        agent = build.build_image(
+            plan.client,
+            task=plan.label,
+            role="agent",
+            context=context,
+            tag=tag,
+            log_path=plan.logs / "build-agent.log",
+            timeout_sec=plan.opts.timeout_sec,
+            buildargs=plan.buildargs,
+            labels={build.LABEL_BASES: plan.bases, **plan.labels},
+            force=plan.rebuild,
+        )
+    finally:
+        if context != own_context:
+            shutil.rmtree(context, ignore_errors=True)
+    env_build = None
+    if environment is not None and environment.built:
+        env_build = ImageBuild(
+            environment.tag, True, round(environment.duration_sec, 3), str(environment.log_path)
+        )
+    return ImageBuild(
+        tag, agent.built, round(agent.duration_sec, 3), str(agent.log_path)
+    ), env_build
+
+
+def _build_grader(
+    client: DockerClient, spec: TaskSpec, paths: OutputPaths, plan: _AgentPlan, tag: str
+) -> ImageBuild:
+    """The grader image (and the browser judge's image it starts FROM, for a judge task)."""
+    from packager.images import build
+
+    if spec.grading.rule == "judge" and (plan.rebuild or not build.image_exists(client, tag)):
+        from packager.judge.image import ensure_judge_image
+
+        ensure_judge_image(client, plan.logs)
+    grader = build.build_image(
+        client,
+        task=plan.label,
+        role="grader",
+        context=paths.task_dir(spec.provenance.slug) / "tests",
+        tag=tag,
+        log_path=plan.logs / "build-grader.log",
+        timeout_sec=plan.opts.timeout_sec,
+        force=plan.rebuild,
+    )
+    log = str(grader.log_path) if grader.log_path else None
+    return ImageBuild(tag, grader.built, round(grader.duration_sec, 3), log)
+
+
+def _flattening(client: DockerClient, plan: _AgentPlan) -> Flattening | None:
+    """The agent image's flat base (it carries that label: built now, or checked above)."""
+    from packager.images import build
+
+    if plan.flat is None:
+        return None
+    done = plan.flattened
+    mb: float | None = None
+    if done is not None:
+        mb = done.size_mb
+    elif build.image_exists(client, plan.flat.tag):
+        mb = build.image_size_mb(client, plan.flat.tag)
+    return Flattening(
+        source=plan.flat.source,
+        seconds=round(done.duration_sec, 3) if done else 0.0,
+        mb=mb,
+        log=str(done.log_path) if done is not None and done.log_path is not None else None,
+    )
+
+
+def build_task(
+    client: DockerClient,
+    spec: TaskSpec,
+    paths: OutputPaths,
+    repo_sources: dict[str, str],
+    opts: BuildOptions,
+    tags: ImageTags | None = None,
+) -> BuildOutcome:
+    """Snapshot the repository into the agent context, then build agent and grader images
+    (`tags`: the spec's, when the caller has them already).
+    """
+    from packager.images import build
+
+    tags = tags or image_tags(spec)
+    plan = _plan_agent(client, spec, paths, opts, tags.agent)
+    agent, environment = ImageBuild(tags.agent), None
+    if plan.rebuild or not build.image_exists(client, tags.agent):
+        agent, environment = _build_agent(spec, paths, repo_sources, plan, tags.agent)
+    grader = _build_grader(client, spec, paths, plan, tags.grader)
+    return BuildOutcome(agent, grader, environment, _flattening(client, plan), plan.rebuild)
+
+
+def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:
+    """A build error's text, followed by the environment step that failed (with the package
+    and the step's last lines) when the agent image's log shows it.
+    """
+    from packager.images.failures import explain
+
+    log_path = exc.log_path
+    if log_path is None or log_path.name != "build-agent.log" or not log_path.is_file():
+        return str(exc)
+    failure = explain(log_path.read_text(encoding="utf-8", errors="replace"), spec.environment)
+    return f"{failure.sentence()} ({exc})" if failure is not None else str(exc)
+
+
+def environment_facts(spec: TaskSpec, flattened_from: str | None = None) -> dict[str, str]:
+    """What a task's result says of its environment: where it came from (task metadata, set
+    by the adapter) and what the build did to it (a published image flattened).
+    """
+    meta = spec.provenance.metadata
+    facts = {fact: str(meta[key]) for key, fact in ENVIRONMENT_KEYS.items() if meta.get(key)}
+    if flattened_from:
+        facts["flattened_from"] = flattened_from
+    return facts
+
+
+ENVIRONMENT_KEYS = {
+    "environment_source": "source",
+    "python_requested": "python_requested",
+    "python_used": "python_used",
+    "python_base": "python_base",
+}
+"""Task metadata key -> the result's `environment` fact it becomes."""

@@ -1,0 +1,131 @@
+"""Environment images: the agent Dockerfile's steps before the repository snapshot, built on
+their own once per machine under a lock on their key (`ensure_environment`), so tasks sharing an
+environment build it once and their agent builds take those layers from the engine's cache.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packager.images.locks import machine_lock
+
+if TYPE_CHECKING:
+    from packager.images import build as build_module
+    from packager.images.build import DockerClient
+
+
+ENVIRONMENT_REPOSITORY = "packager/environment"
+"""Tags of environment images: an agent Dockerfile's steps before the snapshot, built alone
+once per machine (`ensure_environment`); the agent builds then take those layers from cache."""
+
+
+def _environment_dockerfile(dockerfile: str, snapshot_file: str) -> str | None:
+    """The Dockerfile's instructions before the one that adds the snapshot, without comments
+    (a task's own header comment would make every environment differ; the engine's build
+    cache ignores comments too) but with parser directives (None: no snapshot line).
+    """
+    head: list[str] = []
+    preamble = True
+    for line in dockerfile.splitlines():
+        comment = line.lstrip().startswith("#")
+        if comment and preamble and re.match(r"#\s*(syntax|escape|check)\s*=", line.lstrip()):
+            head.append(line)
+            continue
+        preamble = False
+        if comment or not line.strip():
+            continue
+        if snapshot_file in line:
+            return "\n".join(head) + "\n"
+        head.append(line)
+    return None
+
+
+def _environment_files(context: Path, snapshot_file: str, head: str) -> dict[str, bytes]:
+    """The context's files the environment steps (`head`) copy: those their COPY and ADD
+    lines name, or every file but the snapshot when one names a pattern or a folder of
+    files (the Harbor compose file, which names the task, is in no environment otherwise).
+    """
+    import shlex
+
+    everything = {
+        p.relative_to(context).as_posix(): p
+        for p in sorted(context.rglob("*"))
+        if p.is_file() and p.relative_to(context).as_posix() not in (snapshot_file, "Dockerfile")
+    }
+    named: set[str] = set()
+    for line in head.splitlines():
+        words = line.split(None, 1)
+        if len(words) < 2 or words[0].upper() not in ("COPY", "ADD"):
+            continue
+        try:
+            args = [a for a in shlex.split(words[1]) if not a.startswith("--")]
+        except ValueError:
+            args = ["*"]
+        for source in args[:-1]:
+            source = posixpath.normpath(source.strip("/")) if source.strip("/") else "."
+            if any(c in source for c in "*?[") or source == "." or source not in everything:
+                named = set(everything)  # a pattern, the whole context, a folder: all of it
+                break
+            named.add(source)
+    return {rel: path.read_bytes() for rel, path in everything.items() if rel in named}
+
+
+def environment_key(
+    dockerfile: str, files: Mapping[str, bytes], buildargs: Mapping[str, str], bases: str
+) -> str:
+    """What environment layers are made of: the steps before the snapshot, the context files
+    they may copy, the build arguments and the base images' ids.
+    """
+    import hashlib
+
+    digest = hashlib.sha256(dockerfile.encode())
+    for rel, data in sorted(files.items()):
+        digest.update(f"\0{rel}\0{len(data)}\0".encode() + data)
+    for key, value in sorted(buildargs.items()):
+        digest.update(f"\0{key}={value}".encode())
+    digest.update(f"\0{bases}".encode())
+    return digest.hexdigest()[:24]
+
+
+def ensure_environment(
+    client: DockerClient,
+    context: Path,
+    snapshot_file: str,
+    buildargs: Mapping[str, str],
+    bases: str,
+    *,
+    task: str,
+    log_path: Path,
+    timeout_sec: float,
+) -> build_module.BuildOutcome | None:
+    """Build the agent Dockerfile's steps before the snapshot on their own, once per machine
+    (their tag says they exist): two workers or runs whose tasks share a cold environment
+    build it once, the second waiting for the first. None when the Dockerfile adds no
+    snapshot; else the environment image's build (`built` False when it was there).
+    """
+    from packager.images import build
+    from packager.images.tar import make_tar
+
+    head = _environment_dockerfile((context / "Dockerfile").read_text(), snapshot_file)
+    if head is None:
+        return None
+    files = _environment_files(context, snapshot_file, head)
+    tag = f"{ENVIRONMENT_REPOSITORY}:{environment_key(head, files, buildargs, bases)}"
+    if build.image_exists(client, tag):
+        return build.BuildOutcome(tag, False, 0.0, None)
+    with machine_lock(f"env-{tag.rsplit(':', 1)[1]}", build.check_cancelled):
+        return build.build_image(  # returns at once when the holder before us built it
+            client,
+            task=task,
+            role="environment",
+            context=context,
+            tag=tag,
+            log_path=log_path,
+            timeout_sec=timeout_sec,
+            buildargs=dict(buildargs),
+            context_tar=make_tar({**files, "Dockerfile": head.encode()}),
+        )

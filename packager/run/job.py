@@ -1,0 +1,300 @@
+"""One task's job: build its images, audit the agent image (and prove a web app answers), then
+run its oracle and nop trials. `TaskJob` is the only place these stages are put together; the
+executors schedule it (`packager.executors`). Every failure of a task becomes its result; only
+an interruption (Ctrl-C: `build.Cancelled`) escapes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from packager.errors import RowError
+from packager.models.spec import TaskSpec
+from packager.run.build import (
+    BuildOutcome,
+    ImageTags,
+    build_failure_reason,
+    build_task,
+    environment_facts,
+    image_tags,
+)
+
+if TYPE_CHECKING:
+    from packager.executors import Job
+    from packager.images.build import DockerClient
+    from packager.models.spec import Status, TaskResult
+    from packager.run.store import OutputPaths
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A task whose images are built and audited, ready for its runs (the run stage)."""
+
+    spec: TaskSpec
+    images: dict[str, str]
+    image_ids: dict[str, str]
+    durations: dict[str, float]
+    logs: dict[str, str]
+    finish: Callable[..., TaskResult]
+    """The task's result with its images, durations and logs: finish(status, reason=None)."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Facts of the agent image's environment (TaskResult.environment)."""
+
+
+@dataclass(frozen=True)
+class _Finish:
+    """A built task's result for a status: its images, ids, durations and logs as they are
+    when it is called (the audit and app check add theirs after the build).
+    """
+
+    base: dict[str, object]
+    log_dir: str
+    images: dict[str, str]
+    image_ids: dict[str, str]
+    durations: dict[str, float]
+    logs: dict[str, str]
+    environment: dict[str, str]
+
+    def __call__(self, status: Status, reason: str | None = None) -> TaskResult:
+        from packager.models.spec import TaskResult
+
+        return TaskResult(
+            **self.base,
+            status=status,
+            reason=reason,
+            images=self.images,
+            image_ids=self.image_ids,
+            durations=self.durations,
+            logs={"dir": self.log_dir, **self.logs},
+            environment=self.environment,
+        )
+
+
+class TaskJob:
+    """One task's build → audit → verify on one engine (`client`), with the settings every task
+    of a run shares (`job`: its output paths, repository sources, build options, runs).
+    """
+
+    def __init__(self, job: Job, client: DockerClient) -> None:
+        self.job = job
+        self.client = client
+
+    def __call__(self, spec: TaskSpec) -> TaskResult:
+        """The task's final result: built, then verified unless the job only builds."""
+        from packager.models.spec import TaskResult
+
+        staged = self.build(spec)
+        if isinstance(staged, TaskResult):
+            return staged
+        return self.verify(staged)
+
+    def build(self, spec: TaskSpec) -> TaskResult | Staged:
+        """Build and audit one task (and prove a web app answers): its final result when it
+        ends here (build_failed, leak, needs_judge, ...), else what its runs need.
+        """
+        from packager.images.build import check_cancelled
+        from packager.models.spec import TaskResult
+
+        check_cancelled()
+        started = time.monotonic()
+        built = self._build_images(spec)
+        if isinstance(built, TaskResult):
+            return built
+        check_cancelled()
+        staged = self._staged(spec, built, started)
+        return self._audit(staged, built.agent.tag)
+
+    def verify(self, staged: Staged) -> TaskResult:
+        """The task's oracle and nop runs (its result as built when the job only builds)."""
+        if not self.job.verify:
+            return staged.finish("built")
+        job = self.job
+        return run_stage(
+            staged,
+            job.paths,
+            oracle_runs=job.oracle_runs,
+            client=self.client,
+            memory_mb=job.memory_mb,
+            engine=job.engine,
+            judge_env=job.judge_env,
+            harbor_env=job.harbor_env,
+        )
+
+    def _base(self, spec: TaskSpec) -> dict[str, object]:
+        """What every result of the task says of it."""
+        return {
+            "task": spec.provenance.slug,
+            "instance_id": spec.task_id,
+            "dataset": spec.provenance.dataset,
+            "engine": self.job.engine,
+            "expected_nop": spec.expectations.nop_reward,
+        }
+
+    def _failed(
+        self,
+        spec: TaskSpec,
+        status: Status,
+        reason: str,
+        logs: dict[str, str] | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> TaskResult:
+        """The result of a task whose images could not be built."""
+        from packager.models.spec import TaskResult
+
+        return TaskResult(
+            **self._base(spec),
+            status=status,
+            reason=reason,
+            logs={"dir": str(self.job.paths.log_dir(spec.provenance.slug)), **(logs or {})},
+            environment=environment or {},
+        )
+
+    def _build_images(self, spec: TaskSpec) -> BuildOutcome | TaskResult:
+        """The task's images, or its result when they could not be built."""
+        from packager.errors import BuildError, PackagerError, RepoSourceError
+        from packager.images.build import Cancelled
+
+        job, slug = self.job, spec.provenance.slug
+        try:
+            tags: ImageTags = image_tags(spec)
+            repo_sources = dict(job.repo_sources)
+            return build_task(self.client, spec, job.paths, repo_sources, job.build_opts, tags)
+        except BuildError as exc:
+            reason = build_failure_reason(exc, spec)
+            log = {"build": str(exc.log_path)}
+            return self._failed(spec, "build_failed", reason, log, environment_facts(spec))
+        except (RepoSourceError, RowError) as exc:
+            snapshot_log = job.paths.log_dir(slug) / "snapshot.log"
+            found = {"snapshot": str(snapshot_log)} if snapshot_log.is_file() else {}
+            return self._failed(spec, "build_failed", str(exc), found)
+        except PackagerError as exc:
+            return self._failed(spec, "infra_error", str(exc))
+        except Cancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - docker/requests errors: the daemon went away
+            return self._failed(spec, "infra_error", f"{type(exc).__name__}: {exc}")
+
+    def _staged(self, spec: TaskSpec, built: BuildOutcome, started: float) -> Staged:
+        """A built task, its result's images, image ids, durations, logs and environment."""
+        images = built.images
+        try:
+            image_ids = {k: str(self.client.images.get(v).id) for k, v in images.items()}
+        except Exception:  # noqa: BLE001 - a fake or failing engine: ids are only a cache key
+            image_ids = {}
+        durations = {"build": round(time.monotonic() - started, 3), **built.durations()}
+        logs = built.logs()
+        environment = environment_facts(spec, built.flattened_from)
+        log_dir = str(self.job.paths.log_dir(spec.provenance.slug))
+        finish = _Finish(self._base(spec), log_dir, images, image_ids, durations, logs, environment)
+        return Staged(spec, images, image_ids, durations, logs, finish, environment)
+
+    def _audit(self, staged: Staged, agent_tag: str) -> TaskResult | Staged:
+        """Audit the agent image, then check a web app answers: the task's result when it
+        ends here (infra_error, leak, needs_judge), else `staged` with their seconds and logs.
+        """
+        from packager.checks.audit import AuditError, audit_path, audit_task
+
+        spec, paths = staged.spec, self.job.paths
+        try:
+            audit = audit_task(self.client, spec, paths, agent_tag)
+        except AuditError as exc:
+            return staged.finish("infra_error", str(exc))
+        staged.durations["audit"] = float(audit.stats["seconds"])
+        staged.logs["audit"] = str(audit_path(paths, spec.provenance.slug))
+        if not audit.clean:
+            return staged.finish("leak", audit.summary())
+        if spec.grading.rule == "judge":
+            return self._check_app(staged)
+        return staged
+
+    def _check_app(self, staged: Staged) -> TaskResult | Staged:
+        """Prove a judged web app starts and answers HTTP; without a judge model to verify it
+        with, the task ends at `needs_judge`.
+        """
+        from packager.checks.webapp import AppStart, check_app_answers
+        from packager.errors import RunError
+        from packager.judge.endpoint import missing_judge_env
+
+        spec, slug = staged.spec, staged.spec.provenance.slug
+        g = spec.grading
+        assert g.app_start is not None and g.app_port is not None
+        log = self.job.paths.log_dir(slug) / "app-check.log"
+        start = AppStart(g.app_start, g.app_port, g.app_start_how or "")
+        try:
+            seconds = check_app_answers(
+                self.client,
+                staged.images["agent"],
+                start,
+                workdir=spec.repo.workdir,
+                log_path=log,
+                task=f"{spec.provenance.dataset}/{slug}",
+            )
+        except RunError as exc:
+            staged.logs["app_check"] = str(log)
+            return staged.finish("infra_error", f"the app does not answer HTTP: {exc.reason}")
+        staged.durations["app_check"] = round(seconds, 3)
+        staged.logs["app_check"] = str(log)
+        missing = missing_judge_env(self.job.judge_env)
+        if self.job.verify and missing:
+            return staged.finish(
+                "needs_judge",
+                f"the app starts and answers HTTP on port {g.app_port} ({g.app_start_how}: "
+                f"{g.app_start}); its workflows are judged by a model in a browser: set "
+                f"{' and '.join(missing)} (the model's OpenAI-compatible endpoint and name; "
+                "PACKAGER_JUDGE_API_KEY if it needs a key), or pass --judge replay for the "
+                "recorded turns of a sample",
+            )
+        return staged
+
+
+def run_stage(
+    staged: Staged,
+    paths: OutputPaths,
+    *,
+    oracle_runs: int,
+    client: DockerClient,
+    memory_mb: int | None = None,
+    engine: str = "local",
+    judge_env: Mapping[str, str] | None = None,
+    harbor_env: str = "docker",
+) -> TaskResult:
+    """Oracle and nop runs of a built task by the engine named `engine` (`packager.engines`),
+    its trials in environments of type `harbor_env` (Harbor's `--env`; only `docker` for the
+    local engine); every failure of a run becomes the task's result.
+
+    An unknown engine, or an environment type the engine cannot use, raises InputError before
+    anything runs: that is the command line's fault, not the task's.
+    """
+    from packager.engines import VerifyRequest, get_engine
+    from packager.errors import PackagerError
+    from packager.images.build import Cancelled, check_cancelled
+
+    spec, finish = staged.spec, staged.finish
+    check_cancelled()
+    runner = get_engine(engine, environment=harbor_env)
+    try:
+        verified = runner.verify(
+            VerifyRequest(
+                spec,
+                paths,
+                client=client,
+                images=staged.images,
+                oracle_runs=oracle_runs,
+                durations=staged.durations,
+                extra_logs=staged.logs,
+                memory_mb=memory_mb,
+                judge_env=judge_env,
+            )
+        )
+        return verified.model_copy(
+            update={"image_ids": staged.image_ids, "environment": staged.environment}
+        )
+    except Cancelled:
+        raise
+    except PackagerError as exc:
+        return finish("infra_error", str(exc))
+    except Exception as exc:  # noqa: BLE001 - docker/requests errors: the daemon went away
+        return finish("infra_error", f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,135 @@
+"""One task's job (`packager/run/job.py::TaskJob`) and the typed build outcome it reads
+(`packager/run/build.py::BuildOutcome`): the result a build failure, a leak-free build and a
+build-only job give, with the durations and logs keys the result files have always had. No
+Docker: the build and the audit are replaced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager.errors import BuildError
+from packager.executors import Job
+from packager.models.spec import TaskSpec
+from packager.run import job as job_module
+from packager.run.build import (
+    BuildOptions,
+    BuildOutcome,
+    Flattening,
+    ImageBuild,
+    ImageTags,
+    image_tags,
+)
+from packager.run.job import TaskJob
+from packager.run.store import OutputPaths
+
+TASK = "samples__textkit-1"
+
+
+def _spec() -> TaskSpec:
+    from packager.datasets.sources import open_dataset
+    from packager.run.select import Selection, iter_specs
+
+    return next(iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=(TASK,))))
+
+
+def _job(tmp_path: Path, spec: TaskSpec, *, verify: bool) -> Job:
+    return Job(
+        paths=OutputPaths(tmp_path, spec.provenance.dataset),
+        repo_sources={},
+        build_opts=BuildOptions(),
+        verify=verify,
+        oracle_runs=1,
+    )
+
+
+class _NoImages:
+    """An engine that knows no image: ids are only a cache key, so the job goes on."""
+
+    class images:  # noqa: N801 - docker-py's attribute name
+        @staticmethod
+        def get(name: str) -> Any:
+            raise LookupError(name)
+
+
+def test_build_outcome_gives_the_durations_and_logs_keys_of_the_result_files() -> None:
+    outcome = BuildOutcome(
+        agent=ImageBuild("packager/agent:a"),  # there already: 0 seconds, no log
+        grader=ImageBuild("packager/grader:g", True, 1.5, "/logs/build-grader.log"),
+        environment=ImageBuild("packager/environment:e", True, 9.25, "/logs/env.log"),
+        flattening=Flattening("img@sha256:1", 3.0, 120.0, None),
+    )
+    assert outcome.images == {"agent": "packager/agent:a", "grader": "packager/grader:g"}
+    assert outcome.durations() == {
+        "agent_build": 0.0,
+        "grader_build": 1.5,
+        "flatten": 3.0,
+        "environment_build": 9.25,
+    }
+    assert outcome.logs() == {
+        "environment_log": "/logs/env.log",
+        "grader_log": "/logs/build-grader.log",
+    }
+    assert outcome.flattened_from == "img@sha256:1"
+    assert BuildOutcome(ImageBuild("a"), ImageBuild("g")).flattened_from is None
+
+
+def test_image_tags_are_the_rendered_tasks() -> None:
+    from packager.render.harbor import make_harbor_task
+
+    spec = _spec()
+    task = make_harbor_task(spec)
+    assert image_tags(spec) == ImageTags(task.agent_image, task.grader_image)
+
+
+def test_a_build_error_is_the_tasks_build_failed_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = _spec()
+    log = tmp_path / "build-grader.log"
+
+    def failing(*args: Any, **kwargs: Any) -> BuildOutcome:
+        raise BuildError(TASK, "packager/grader:g", "no space left", log)
+
+    monkeypatch.setattr(job_module, "build_task", failing)
+    result = TaskJob(_job(tmp_path, spec, verify=True), _NoImages()).build(spec)
+    assert not isinstance(result, job_module.Staged)
+    assert result.status == "build_failed"
+    assert result.engine == "local"
+    assert "no space left" in (result.reason or "")
+    assert result.logs == {
+        "dir": str(OutputPaths(tmp_path, spec.provenance.dataset).log_dir(spec.provenance.slug)),
+        "build": str(log),
+    }
+
+
+def test_a_build_only_job_ends_built_with_its_tags_computed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from packager.checks import audit
+
+    spec = _spec()
+    tags = image_tags(spec)
+    seen: dict[str, object] = {}
+
+    def built(*args: Any, **kwargs: Any) -> BuildOutcome:
+        seen["build_tags"] = args[5]
+        return BuildOutcome(ImageBuild(tags.agent), ImageBuild(tags.grader, True, 2.0, "g.log"))
+
+    def audited(client: Any, spec: TaskSpec, paths: OutputPaths, tag: str) -> Any:
+        seen["audit_tag"] = tag
+        return audit.AuditReport(tag, "sha256:x", True, [], {"seconds": 0.5})
+
+    monkeypatch.setattr(job_module, "build_task", built)
+    monkeypatch.setattr(audit, "audit_task", audited)
+    result = TaskJob(_job(tmp_path, spec, verify=False), _NoImages())(spec)
+    assert seen == {"build_tags": tags, "audit_tag": tags.agent}
+    assert result.status == "built"
+    assert result.images == tags.images
+    assert result.image_ids == {}
+    assert set(result.durations) == {"build", "agent_build", "grader_build", "audit"}
+    assert (result.durations["grader_build"], result.durations["audit"]) == (2.0, 0.5)
+    assert set(result.logs) == {"dir", "grader_log", "audit"}
