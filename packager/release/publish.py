@@ -437,6 +437,21 @@ def _git_ok(args: list[str], cwd: Path) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
+def select(results: Sequence[TaskResult], ids: Sequence[str], where: Path) -> list[TaskResult]:
+    """The results of `ids` (instance ids or task names), in that order; all when `ids` is
+    empty. An id with no result is an error naming them all (`where`: the results folder).
+    """
+    if not ids:
+        return list(results)
+    by_id = {r.instance_id: r for r in results} | {r.task: r for r in results}
+    missing = [t for t in ids if t not in by_id]
+    if missing:
+        raise PackagerError(
+            f"no results for {', '.join(missing)} under {where}: run `packager package` first"
+        )
+    return [by_id[t] for t in ids]
+
+
 def publish(
     client: DockerClient | None,
     paths: OutputPaths,
@@ -451,66 +466,19 @@ def publish(
     log: Callable[[str], None] = lambda _: None,
 ) -> PublishReport:
     """Push, copy and commit the release of `results` (see the module docstring)."""
-    from packager.render.harbor_dataset import folder_task_name, task_digest
     from packager.render.write import swap_into_place, write_text
 
     name = name or paths.dataset
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise PublishError(f"--name {name!r}: a bare dataset name (letters, digits, . _ -)")
     description = f"{paths.dataset}: tasks made and verified by packager"
-    chosen: list[TaskResult] = []
-    skipped: dict[str, str] = {}
-    for result in results:
-        if result.status != "verified" and not include_unverified:
-            skipped[result.task] = f"status {result.status} (--include-unverified publishes it)"
-        elif set(result.images) != {"agent", "grader"}:
-            skipped[result.task] = "no images built"
-        elif not (paths.task_dir(result.task) / "task.toml").is_file():
-            skipped[result.task] = "no task folder: render it again"
-        else:
-            chosen.append(result)
-    if not chosen:
-        raise PublishError(
-            "nothing to publish: "
-            + ("; ".join(f"{k}: {v}" for k, v in skipped.items()) or "no results")
-        )
+    chosen, skipped = _publishable(paths, results, include_unverified)
     release = paths.base / RELEASE_DIR
     release.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=release.parent, prefix=".release.tmp-"))
-    published: list[PublishedTask] = []
-    task_names: dict[str, str] = {}
     try:
-        for result in chosen:
-            entry = PublishedTask(result.task, result.status)
-            references = {}
-            pins: dict[str, str] = {}
-            for role in ("agent", "grader"):
-                reference, pushed = resolve_image(client, registry, result.images[role], log)
-                references[role] = reference
-                pins[result.images[role]] = reference
-                entry.images.append(PublishedImage(role, result.images[role], reference, pushed))
-            # Base images (and the judge's) are pushed too, so every FROM in the release is
-            # pinned and a rebuild from it starts from exactly what was verified.
-            for image in dockerfile_images(paths.task_dir(result.task)):
-                if image not in pins and "@sha256:" not in image:
-                    reference, pushed = resolve_image(client, registry, image, log)
-                    pins[image] = reference
-                    entry.images.append(PublishedImage("base", image, reference, pushed))
-            release_task(
-                paths.task_dir(result.task), staging / "tasks" / result.task, references, pins
-            )
-            task_names[result.task] = folder_task_name(staging / "tasks" / result.task)
-            published.append(entry)
-        digests = {slug: task_digest(staging / "tasks" / slug) for slug in sorted(task_names)}
-        manifest = {
-            "schema_version": "1.0",
-            "dataset": {"name": f"packager/{name}", "version": version, "description": description},
-            "tasks": [
-                {"name": task_names[s], "digest": digests[s]}
-                for s in sorted(task_names, key=lambda t: task_names[t])
-            ],
-        }
-        write_text(staging / "dataset.toml", tomli_w.dumps(manifest))
+        published, task_names = _stage_tasks(client, registry, paths, chosen, staging, log)
+        _write_dataset_toml(staging, task_names, name, version, description)
         url = committed_on = None
         commits: list[str] = []
         if dataset_repo is not None:
@@ -540,3 +508,82 @@ def publish(
         branch=committed_on,
         commits=commits,
     )
+
+
+def _publishable(
+    paths: OutputPaths, results: Sequence[TaskResult], include_unverified: bool
+) -> tuple[list[TaskResult], dict[str, str]]:
+    """The results to publish, and why each other one is skipped (none to publish: an error)."""
+    chosen: list[TaskResult] = []
+    skipped: dict[str, str] = {}
+    for result in results:
+        if result.status != "verified" and not include_unverified:
+            skipped[result.task] = f"status {result.status} (--include-unverified publishes it)"
+        elif set(result.images) != {"agent", "grader"}:
+            skipped[result.task] = "no images built"
+        elif not (paths.task_dir(result.task) / "task.toml").is_file():
+            skipped[result.task] = "no task folder: render it again"
+        else:
+            chosen.append(result)
+    if not chosen:
+        raise PublishError(
+            "nothing to publish: "
+            + ("; ".join(f"{k}: {v}" for k, v in skipped.items()) or "no results")
+        )
+    return chosen, skipped
+
+
+def _stage_tasks(
+    client: DockerClient | None,
+    registry: Registry,
+    paths: OutputPaths,
+    chosen: Sequence[TaskResult],
+    staging: Path,
+    log: Callable[[str], None],
+) -> tuple[list[PublishedTask], dict[str, str]]:
+    """Push each task's images and write its release copy under `staging/tasks`; the published
+    tasks and each one's Harbor task name.
+    """
+    from packager.render.harbor_dataset import folder_task_name
+
+    published: list[PublishedTask] = []
+    task_names: dict[str, str] = {}
+    for result in chosen:
+        entry = PublishedTask(result.task, result.status)
+        references = {}
+        pins: dict[str, str] = {}
+        for role in ("agent", "grader"):
+            reference, pushed = resolve_image(client, registry, result.images[role], log)
+            references[role] = reference
+            pins[result.images[role]] = reference
+            entry.images.append(PublishedImage(role, result.images[role], reference, pushed))
+        # Base images (and the judge's) are pushed too, so every FROM in the release is
+        # pinned and a rebuild from it starts from exactly what was verified.
+        for image in dockerfile_images(paths.task_dir(result.task)):
+            if image not in pins and "@sha256:" not in image:
+                reference, pushed = resolve_image(client, registry, image, log)
+                pins[image] = reference
+                entry.images.append(PublishedImage("base", image, reference, pushed))
+        release_task(paths.task_dir(result.task), staging / "tasks" / result.task, references, pins)
+        task_names[result.task] = folder_task_name(staging / "tasks" / result.task)
+        published.append(entry)
+    return published, task_names
+
+
+def _write_dataset_toml(
+    staging: Path, task_names: dict[str, str], name: str, version: str, description: str
+) -> None:
+    """`dataset.toml`: the release's tasks by name with their content digests."""
+    from packager.render.harbor_dataset import task_digest
+    from packager.render.write import write_text
+
+    digests = {slug: task_digest(staging / "tasks" / slug) for slug in sorted(task_names)}
+    manifest = {
+        "schema_version": "1.0",
+        "dataset": {"name": f"packager/{name}", "version": version, "description": description},
+        "tasks": [
+            {"name": task_names[s], "digest": digests[s]}
+            for s in sorted(task_names, key=lambda t: task_names[t])
+        ],
+    }
+    write_text(staging / "dataset.toml", tomli_w.dumps(manifest))

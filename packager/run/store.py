@@ -150,9 +150,12 @@ def read_results(paths: OutputPaths) -> list[TaskResult]:
     ]
 
 
-def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path:
+def write_report(
+    paths: OutputPaths, disk: dict[str, int] | None = None, *, config_digest: str | None = None
+) -> Path:
     """report.md and report.html (self-contained: a status chart and seconds per stage per
-    task) from every result of the dataset, with `disk`: the tool's Docker disk use.
+    task) from every result of the dataset, with `disk`: the tool's Docker disk use, and the
+    digest of the run's configuration (`RunConfig.digest`) when given.
     """
     from packager.checks.quality import read_quality
     from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
@@ -177,6 +180,8 @@ def write_report(paths: OutputPaths, disk: dict[str, int] | None = None) -> Path
             f"\nDocker disk use of packager images: {disk['images']} images, "
             f"{human(disk['size_bytes'])} ({human(disk['unique_bytes'])} not shared).\n"
         )
+    if config_digest is not None:
+        text += f"\nRun configuration: {config_digest}\n"
     write_text(paths.report_file, text)
     write_text(
         paths.report_file.with_suffix(".html"), make_html(paths.dataset, results, disk, quality)

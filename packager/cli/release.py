@@ -1,0 +1,84 @@
+"""The commands that work on finished tasks: publish, clean, report."""
+
+from __future__ import annotations
+
+import typer
+
+from packager.cli import show
+from packager.cli.options import (
+    CleanFlags,
+    DatasetFlags,
+    OutFlag,
+    PublishFlags,
+    TaskPick,
+    with_options,
+)
+from packager.config import ExecutorConfig
+from packager.errors import InputError
+from packager.run import driver
+
+
+@with_options(PublishFlags, TaskPick, DatasetFlags, OutFlag, config=False)
+def publish_command(flags: PublishFlags, pick: TaskPick, data: DatasetFlags, out: OutFlag) -> None:
+    """Push verified tasks' images to a registry, write a release copy of their task folders
+    naming the images by digest (with dataset.toml and registry.json), and optionally commit it
+    into a dataset repository. Publishing again with no change pushes nothing and commits
+    nothing. An image this machine's engine lacks is taken from the registry when it serves
+    that tag already (`--executor ray`).
+    """
+    if not pick.tasks and not pick.all_tasks:
+        raise InputError("name TASK ids or pass --all")
+    if flags.branch is not None and flags.dataset_repo is None:
+        raise InputError("--branch names a branch of --dataset-repo: pass both")
+    ExecutorConfig(name=flags.executor)  # a known executor (exit 2)
+    report = driver.release(
+        out.out, data.dataset, data.split, pick.tasks or [], executor=flags.executor,
+        registry=flags.registry, include_unverified=flags.include_unverified,
+        dataset_repo=flags.dataset_repo, branch=flags.branch, name=flags.name,
+        version=flags.version,
+    )  # fmt: skip
+    for task in report.tasks:
+        for image in task.images:
+            state = "pushed" if image.pushed else "unchanged"
+            typer.echo(f"{task.task}: {image.role} {image.reference} ({state})")
+    for task_id, why in report.skipped.items():
+        typer.echo(f"{task_id}: not published ({why})")
+    typer.echo(
+        f"published {len(report.tasks)} task(s): {report.pushed} image(s) pushed, "
+        f"{report.unchanged} unchanged; release: {report.release_dir}"
+    )
+    if report.dataset_repo is not None:
+        change = ", ".join(c[:12] for c in report.commits) or "no change, no commit"
+        typer.echo(f"dataset repository {report.dataset_repo} ({report.branch}): {change}")
+    raise typer.Exit(1 if pick.tasks and report.skipped else 0)
+
+
+@with_options(CleanFlags, config=False)
+def clean_command(flags: CleanFlags) -> None:
+    """Remove this tool's containers, images and build cache from the Docker engine (found by
+    the label packager.tool=packager; base images and other images are never touched).
+    """
+    from packager.release.clean import human
+
+    report, after = driver.clean_engine(flags.keep_newest, flags.task, flags.dry_run, typer.echo)
+    verb = "would remove" if flags.dry_run else "removed"
+    typer.echo(
+        f"{verb} {report.containers} container(s), {len(report.images)} image tag(s) "
+        f"({human(report.reclaimed_bytes)}), {report.build_cache} dangling build layer(s); "
+        f"kept {len(report.kept)}"
+    )
+    typer.echo(
+        f"packager images on this engine: {after['images']}, {human(after['size_bytes'])} "
+        f"({human(after['unique_bytes'])} not shared)"
+    )
+
+
+@with_options(DatasetFlags, OutFlag, config=False)
+def report_command(data: DatasetFlags, out: OutFlag) -> None:
+    """Summarise the latest results of a dataset (terminal table, report.md and report.html)."""
+    paths, results = driver.saved_results(out.out, data.dataset, data.split)
+    if not results:
+        typer.echo(f"no results under {paths.base / 'results'}", err=True)
+        raise typer.Exit(1)
+    show.print_table(results)
+    typer.echo(f"report: {driver.write_report(paths)}")

@@ -1,0 +1,541 @@
+"""Runs what a command asks for, from one `RunConfig`: render, build and verify (`package`),
+grade one candidate patch, audit, check quality, publish, clean, report.
+
+This module owns the orchestration around the pipeline: opening the selection, the Docker
+client and the output paths (each made here and nowhere else), the split between cached and
+new tasks, the orphan sweep, the executor and its `Job`, the quality checks, the result files
+and the report. It prints nothing: what the user sees goes through a `Display`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from packager.errors import InputError, PackagerError
+
+if TYPE_CHECKING:
+    from packager.checks.audit import AuditReport
+    from packager.checks.quality import QualityReport
+    from packager.config import RunConfig, SelectionConfig
+    from packager.executors import Executor, Job
+    from packager.images.build import DockerClient
+    from packager.models.spec import TaskResult, TaskSpec
+    from packager.release.clean import CleanReport
+    from packager.release.publish import PublishReport
+    from packager.run.select import Selection
+    from packager.run.store import OutputPaths
+
+
+class Display(Protocol):
+    """What a run shows as it goes (the CLI's progress bars and lines)."""
+
+    def note(self, text: str) -> None:
+        """A line beside the progress (orphans swept, the Ray driver's log)."""
+
+    def cached(self, cached: Sequence[tuple[TaskResult, Path]], total: int, todo: int) -> None:
+        """The tasks taken from saved results (with their files), before anything runs."""
+
+    def quality(self, report: QualityReport) -> None:
+        """A task's quality report."""
+
+    def skipped(self, task_id: str, status: str) -> None:
+        """A task the quality checks skip (not verified)."""
+
+    def start(self, total: int, verify: bool) -> None:
+        """The jobs of `total` tasks start."""
+
+    def built(self) -> None:
+        """A task's build and audit ended."""
+
+    def recorded(self, result: TaskResult, kept: Path | None) -> None:
+        """A task's final result; `kept`: where it went when an earlier verdict stays."""
+
+    def stop(self) -> None:
+        """The jobs ended (or were interrupted)."""
+
+
+@dataclass
+class RunOutcome:
+    """What `package` did: every result (cached ones first), and where they are."""
+
+    results: list[TaskResult]
+    cached: int
+    todo: int
+    verify: bool
+    results_dir: Path
+    report: Path
+    flagged: list[str] = field(default_factory=list)
+
+    def exit_code(self, strict_quality: bool) -> int:
+        """0 when every task is verified (built, without verification), 1 otherwise; a task
+        flagged by the quality checks fails the run only with `strict_quality`.
+        """
+        if strict_quality and self.flagged:
+            return 1
+        good = {"verified"} if self.verify else {"built", "verified"}
+        return 0 if all(r.status in good for r in self.results) else 1
+
+
+@dataclass
+class QualityOutcome:
+    checked: int
+    flagged: list[str]
+    unverified: list[str]
+    report: Path
+
+
+def output_paths(out: Path, dataset: str) -> OutputPaths:
+    """The output paths of a dataset (the one place they are made)."""
+    from packager.run.store import OutputPaths
+
+    return OutputPaths(out, dataset)
+
+
+def connect() -> DockerClient:
+    """A client of this machine's Docker engine (made here only), or exit 3."""
+    from packager.images import build
+
+    return build.connect()
+
+
+def local_engine_or_none() -> DockerClient | None:
+    """The local engine when one answers (the Ray driver pushes base images from it), else None."""
+    from packager.images import build
+
+    try:
+        return build.connect(timeout=10)
+    except PackagerError:
+        return None
+
+
+def open_selection(cfg: SelectionConfig) -> Selection:
+    """The rows a configuration selects, its dataset opened and its files read."""
+    from packager.datasets.recipes import Recipes, parse_base_image_options, read_recipes
+    from packager.datasets.sources import open_dataset
+    from packager.repos import parse_repo_sources
+    from packager.run.select import Selection
+
+    sources = parse_repo_sources(cfg.repo_source)
+    return Selection(
+        dataset=open_dataset(cfg.dataset, cfg.split),
+        task_ids=cfg.tasks,
+        all_tasks=cfg.all_tasks,
+        schema=cfg.schema_name,
+        repo_sources=dict(sources.explicit),
+        mirror_dirs=tuple(sources.mirror_dirs),
+        recipes=read_recipes(cfg.recipes) if cfg.recipes is not None else Recipes(),
+        base_images=parse_base_image_options(cfg.base_image),
+        prebuilt=cfg.prebuilt,
+        prompt=cfg.prompt,
+        grader_entry=cfg.grader_entry,
+        history=cfg.history,
+        id_globs=cfg.id_filter,
+        repo_globs=cfg.repo_filter,
+        languages=cfg.language,
+        python_fallback=cfg.python_fallback,
+    )
+
+
+def list_rows(
+    dataset: str | None,
+    split: str,
+    schema: str | None,
+    recipes: Path | None,
+    base_images: Sequence[str],
+) -> Iterator[tuple[str, str, str, str]]:
+    """Each row of a dataset as (id, schema, language, where its environment comes from); a row
+    that cannot be packaged says why instead (`render` names what is wrong with it).
+    """
+    from packager.adapters import Context, detect_schema, row_id, to_spec
+    from packager.datasets.recipes import parse_base_image_options, read_recipes
+    from packager.datasets.sources import iter_rows, open_dataset
+
+    ds = open_dataset(dataset, split)
+    extra = read_recipes(recipes) if recipes is not None else None
+    ctx = Context(
+        dataset=ds.name,
+        split=split,
+        recipes=ds.recipes.merged(extra) if extra is not None else ds.recipes,
+        base_images=parse_base_image_options(base_images),
+    )
+    for row in iter_rows(ds):
+        name = schema or detect_schema(row)
+        try:
+            spec = to_spec(row, ctx, name)
+        except PackagerError as exc:
+            language = str(row.get("language") or "-")
+            problem = str(getattr(exc, "problem", exc)).split(";")[0]
+            yield str(row_id(row)), name, language, f"not packageable: {problem}"
+            continue
+        yield str(row_id(row)), name, spec.provenance.language, _environment_line(spec)
+
+
+def _environment_line(spec: TaskSpec) -> str:
+    """Where a spec's environment comes from, and its Python (`3.6 -> 3.9` when substituted)."""
+    meta = spec.provenance.metadata
+    source = str(meta.get("environment_source") or "-")
+    asked, used = meta.get("python_requested"), meta.get("python_used")
+    if asked is None:
+        return source
+    python = f"python {asked}" if asked == used else f"python {asked} -> {used}"
+    return f"{source}; {python}"
+
+
+def render(config: RunConfig, on_task: Callable[[str, Path], None]) -> None:
+    """Render the selected rows; each task is reported as it is placed and none is kept
+    (flat memory over any row count).
+    """
+    from packager.run.materialize import render_selection
+
+    render_selection(open_selection(config.selection), config.out, on_task, keep_specs=False)
+
+
+def package(config: RunConfig, display: Display, *, verify: bool = True) -> RunOutcome:
+    """Render, then build (and with `verify`, verify) every selected task.
+
+    A task whose saved result is already `verified` for the same images and engine is taken
+    as cached and not run again (unless `force`): a rerun resumes. Ctrl-C stops the workers
+    (`executors.Interrupted`); results of finished tasks are kept.
+    """
+    from packager.judge.endpoint import judge_endpoint
+    from packager.run.materialize import render_selection
+
+    sel = open_selection(config.selection)
+    specs = render_selection(sel, config.out)
+    with judge_endpoint(config.verify.judge, specs) as judge_env:
+        return _Run(config, sel, display, verify, judge_env).run(specs)
+
+
+class _Run:
+    """One `package` run once its tasks are rendered and the judge's endpoint is known."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        sel: Selection,
+        display: Display,
+        verify: bool,
+        judge_env: dict[str, str],
+    ) -> None:
+        self.config, self.sel, self.display, self.verify = config, sel, display, verify
+        self.judge_env = judge_env
+        self.paths = output_paths(config.out, sel.dataset.name)
+        self.client: DockerClient | None = None
+        self.results: list[TaskResult] = []
+        self.flagged: list[str] = []
+
+    def run(self, specs: list[TaskSpec]) -> RunOutcome:
+        from packager.executors import Events
+        from packager.images import build
+
+        if self.config.executor.name == "local":
+            self.client = connect()
+            swept = build.remove_orphan_containers(self.client)
+            if swept:
+                self.display.note(
+                    f"removed {swept} container(s) left by an earlier run that did not finish"
+                )
+        todo = self._split_cached(specs)
+        saved = [(r, self.paths.result_file(r.task)) for r in self.results]
+        self.display.cached(saved, len(specs), len(todo))
+        if self.config.quality.enabled:  # tasks verified before: their quality (cached if same)
+            by_id = {s.task_id: s for s in specs}
+            for cached in list(self.results):
+                self._check_quality(by_id[cached.instance_id], cached)
+        events = Events(
+            built=self.display.built,
+            result=self._record,
+            ran=(lambda staged, result: self._check_quality(staged.spec, result))
+            if self.config.quality.enabled
+            else None,
+        )
+        runner, job = self._executor(), self._job()
+        self.display.start(len(todo), self.verify)
+        try:
+            runner.run(todo, job, events)
+        finally:
+            self.display.stop()
+        return RunOutcome(
+            results=self.results,
+            cached=len(specs) - len(todo),
+            todo=len(todo),
+            verify=self.verify,
+            results_dir=self.paths.base / "results",
+            report=self._report(),
+            flagged=self.flagged,
+        )
+
+    def _split_cached(self, specs: list[TaskSpec]) -> list[TaskSpec]:
+        """The tasks to run; the others' saved results go into `results`. With Ray the images
+        live on the nodes' engines: the saved result alone decides.
+        """
+        from packager.run.store import cached_result
+
+        verify = self.config.verify
+        todo = []
+        for spec in specs:
+            cached = (
+                None
+                if (verify.force or not self.verify)
+                else cached_result(
+                    self.paths,
+                    spec,
+                    oracle_runs=verify.oracle_runs,
+                    engine=verify.engine,
+                    client=self.client,
+                )
+            )
+            if cached is None:
+                todo.append(spec)
+            else:
+                self.results.append(cached)
+        return todo
+
+    def _check_quality(self, spec: TaskSpec, result: TaskResult) -> None:
+        if result.status != "verified":
+            return
+        assert self.client is not None  # --quality runs with the local executor only
+        report = quality_for(self.config, self.client, spec, self.paths, result, self.sel)
+        self.display.quality(report)
+        if report.flagged:
+            self.flagged.append(result.instance_id)
+
+    def _record(self, result: TaskResult) -> None:
+        from packager.run.store import write_result
+
+        where = write_result(self.paths, result)
+        self.results.append(result)
+        self.display.recorded(
+            result, where if where != self.paths.result_file(result.task) else None
+        )
+
+    def _job(self) -> Job:
+        from packager.executors import Job
+        from packager.run.build import BuildOptions
+
+        cfg = self.config
+        opts = BuildOptions(
+            timeout_sec=cfg.build.timeout,
+            ca_bundle=cfg.build.ca_bundle,
+            pull=cfg.build.pull,
+            mirror_dirs=self.sel.mirror_dirs,
+        )
+        return Job(
+            paths=self.paths,
+            repo_sources=self.sel.merged_repo_sources,
+            build_opts=opts,
+            verify=self.verify,
+            oracle_runs=cfg.verify.oracle_runs if self.verify else 1,
+            memory_mb=cfg.verify.memory_mb,
+            engine=cfg.verify.engine,
+            harbor_env=cfg.verify.environment,
+            judge_env=self.judge_env,
+        )
+
+    def _executor(self) -> Executor:
+        from packager.executors import get_executor
+        from packager.release.publish import Registry
+
+        choice = self.config.executor
+        if choice.name == "local":
+            return get_executor("local", client=self.client, workers=self.config.build.workers)
+        return get_executor(
+            choice.name,
+            address=choice.ray_address or "auto",
+            workers_per_node=choice.workers_per_node,
+            registry=Registry.parse(choice.registry) if choice.registry else None,
+            shared_repos=choice.shared_repos,
+            local_client=local_engine_or_none(),
+            log=self.display.note,
+        )
+
+    def _report(self) -> Path:
+        from packager.release.clean import disk_use
+        from packager.run.store import write_report
+
+        try:
+            disk = disk_use(self.client) if self.client is not None else None
+        except Exception:  # noqa: BLE001 - a figure for the report, never a reason to fail
+            disk = None
+        return write_report(self.paths, disk, config_digest=self.config.digest())
+
+
+def quality_for(
+    config: RunConfig,
+    client: DockerClient,
+    spec: TaskSpec,
+    paths: OutputPaths,
+    result: TaskResult,
+    sel: Selection,
+) -> QualityReport:
+    """The quality report of a verified task: the saved one when images, gold patch and
+    instruction are unchanged (unless `force`), else a new run; written to results/.
+    """
+    from packager.checks.quality import cached_quality, run_quality, write_quality
+
+    budget = config.quality.max_ablations
+    report = (
+        None
+        if config.verify.force
+        else cached_quality(paths, spec, result.image_ids, max_ablations=budget)
+    )
+    if report is None:
+        report = run_quality(
+            client,
+            spec,
+            paths,
+            result.images,
+            result=result,
+            max_ablations=budget,
+            repo_sources=sel.merged_repo_sources,
+            mirror_dirs=sel.mirror_dirs,
+            memory_mb=config.verify.memory_mb,
+        )
+        write_quality(paths, report)
+    return report
+
+
+def check_quality(config: RunConfig, display: Display) -> QualityOutcome:
+    """The quality checks of the selected tasks that are verified (the others are skipped)."""
+    from packager.run.materialize import render_selection
+    from packager.run.store import write_report
+
+    sel = open_selection(config.selection)
+    specs = render_selection(sel, config.out)
+    paths = output_paths(config.out, sel.dataset.name)
+    client = connect()
+    unverified: list[str] = []
+    flagged: list[str] = []
+    for spec in specs:
+        result = _saved_result(paths, spec)
+        if result is None or result.status != "verified":
+            display.skipped(spec.task_id, result.status if result else "not packaged")
+            unverified.append(spec.task_id)
+            continue
+        report = quality_for(config, client, spec, paths, result, sel)
+        display.quality(report)
+        if report.flagged:
+            flagged.append(spec.task_id)
+    report_file = write_report(paths, config_digest=config.digest())
+    return QualityOutcome(len(specs) - len(unverified), flagged, unverified, report_file)
+
+
+def _saved_result(paths: OutputPaths, spec: TaskSpec) -> TaskResult | None:
+    from packager.models.spec import TaskResult
+
+    path = paths.result_file(spec.provenance.slug)
+    return TaskResult.model_validate_json(path.read_text()) if path.is_file() else None
+
+
+def audit(config: RunConfig) -> Iterator[tuple[TaskSpec, AuditReport, Path]]:
+    """Audit each selected task's agent image: (spec, report, where the report went)."""
+    from packager.checks.audit import audit_path, audit_task
+    from packager.run.materialize import render_selection
+
+    sel = open_selection(config.selection)
+    specs = render_selection(sel, config.out)
+    client = connect()
+    paths = output_paths(config.out, sel.dataset.name)
+    for spec in specs:
+        yield spec, audit_task(client, spec, paths), audit_path(paths, spec.provenance.slug)
+
+
+def grade_candidate(config: RunConfig) -> dict[str, Any]:
+    """Grade `config.verify.patch` on its one task (built first): the run's reward, subscores,
+    status, reason and log folder. The one `verify --patch` path.
+    """
+    from packager.engines.containers import run_once
+    from packager.engines.local import make_run_plan
+    from packager.judge.endpoint import judge_endpoint, missing_judge_env
+    from packager.run.build import BuildOptions, build_task
+    from packager.run.materialize import render_selection
+
+    patch = config.verify.patch
+    assert patch is not None
+    sel = open_selection(config.selection)
+    specs = render_selection(sel, config.out)
+    if len(specs) != 1:
+        raise InputError("--patch grades exactly one TASK")
+    spec = specs[0]
+    paths = output_paths(config.out, sel.dataset.name)
+    with judge_endpoint(config.verify.judge, [spec]) as judge_env:
+        missing = missing_judge_env(judge_env) if spec.grading.rule == "judge" else []
+        if missing:  # before anything is built: the run could not be graded
+            raise InputError(
+                f"{spec.task_id}: graded by a browser judge whose model is not set: set "
+                f"{' and '.join(missing)} (docs/sweeper.md), or pass --judge replay for a "
+                "task with recorded turns"
+            )
+        client = connect()
+        opts = BuildOptions(mirror_dirs=sel.mirror_dirs)
+        built = build_task(client, spec, paths, sel.merged_repo_sources, opts)
+        images = built.images
+        memory = config.verify.memory_mb
+        plan = make_run_plan(spec, paths, images, memory_mb=memory, judge_env=judge_env)
+        where = paths.log_dir(spec.provenance.slug) / "patch"
+        run = run_once(client, plan, "patch", where, patch=patch.read_bytes())
+    return {
+        "task": spec.task_id,
+        "reward": run.reward,
+        "subscores": run.subscores,
+        "status": run.grade_status,
+        "reason": run.reason,
+        "log_dir": run.log_dir,
+    }
+
+
+def saved_results(
+    out: Path, dataset: str | None, split: str
+) -> tuple[OutputPaths, list[TaskResult]]:
+    """The output paths of a dataset and its saved results."""
+    from packager.datasets.sources import open_dataset
+    from packager.run.store import read_results
+
+    paths = output_paths(out, open_dataset(dataset, split).name)
+    return paths, read_results(paths)
+
+
+def write_report(paths: OutputPaths) -> Path:
+    """report.md and report.html of a dataset's saved results."""
+    from packager.run.store import write_report
+
+    return write_report(paths)
+
+
+def release(
+    out: Path,
+    dataset: str | None,
+    split: str,
+    ids: Sequence[str],
+    *,
+    executor: str,
+    registry: str,
+    **options: Any,
+) -> PublishReport:
+    """Publish the saved results of `ids` (all when empty): with the local executor from this
+    machine's engine, with Ray from the registry the jobs pushed to (and the engine if any).
+    """
+    from packager.release.publish import Registry, publish, select
+
+    where = Registry.parse(registry)
+    paths, results = saved_results(out, dataset, split)
+    chosen = select(results, ids, paths.base / "results")
+    client = connect() if executor == "local" else local_engine_or_none()
+    return publish(client, paths, chosen, registry=where, **options)
+
+
+def clean_engine(
+    keep_newest: int, task: str | None, dry_run: bool, log: Callable[[str], None]
+) -> tuple[CleanReport, dict[str, int]]:
+    """Remove this tool's containers, images and build cache; the report and the disk use
+    left (before it, with `dry_run`).
+    """
+    from packager.release.clean import clean, disk_use
+
+    client = connect()
+    before = disk_use(client)
+    report = clean(client, keep_newest=keep_newest, task_glob=task, dry_run=dry_run, log=log)
+    return report, before if dry_run else disk_use(client)

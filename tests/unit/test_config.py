@@ -1,0 +1,104 @@
+"""`RunConfig`: defaults written once, input checks as validators (exit 2), `--config FILE`
+under the command line's flags, and the digest the report records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from packager.config import RunConfig
+from packager.errors import InputError
+from packager.run.store import OutputPaths, write_report
+from tests.conftest import run_cli
+
+TASK = "samples__textkit-1"
+
+
+def _load(tmp_path: Path, text: str | None, **flags: object) -> RunConfig:
+    file = None
+    if text is not None:
+        file = tmp_path / "run.yaml"
+        file.write_text(text)
+    return RunConfig.load(file, {"selection": {"tasks": (TASK,)}, **flags})
+
+
+def test_defaults_are_the_fields_own(tmp_path: Path) -> None:
+    config = _load(tmp_path, None)
+    assert (config.build.timeout, config.build.workers, config.out) == (1800.0, 1, Path("build"))
+    assert (config.verify.engine, config.verify.environment, config.executor.name) == (
+        "local",
+        "docker",
+        "local",
+    )
+    assert config.quality.max_ablations == 12
+
+
+def test_a_flag_overrides_the_file_and_the_file_applies_without_it(tmp_path: Path) -> None:
+    text = "build:\n  timeout: 60\n  workers: 3\nquality:\n  max_ablations: 4\n"
+    config = _load(tmp_path, text, build={"timeout": 90.0})
+    assert (config.build.timeout, config.build.workers, config.quality.max_ablations) == (
+        90.0,
+        3,
+        4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("build:\n  bogus: 1\n", "run.yaml: build.bogus: Extra inputs are not permitted"),
+        ("nonsense: 1\n", "run.yaml: nonsense: Extra inputs are not permitted"),
+        ("verify:\n  oracle_runs: 0\n", "run.yaml: verify.oracle_runs:"),
+        ("selection:\n  prebuilt: sometimes\n", "run.yaml: --prebuilt 'sometimes'"),
+        ("executor:\n  name: slurm\n", "run.yaml: unknown executor 'slurm'"),
+        ("- a list\n", "expected a mapping"),
+    ],
+)
+def test_a_bad_file_names_itself_and_the_key(tmp_path: Path, text: str, said: str) -> None:
+    with pytest.raises(InputError) as caught:
+        _load(tmp_path, text)
+    assert said in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        ({"verify": {"harbor_env": "modal"}}, "--harbor-env modal needs --engine harbor"),
+        ({"executor": {"shared_repos": True}}, "--shared-repos needs --executor ray"),
+        ({"executor": {"name": "ray"}, "quality": {"enabled": True}}, "--quality runs with"),
+        ({"verify": {"patch": "x.patch", "engine": "harbor"}}, "--patch grades with the local"),
+        ({"selection": {"tasks": (TASK,), "all_tasks": True}}, "give TASK ids or --all"),
+        ({"selection": {}}, "name at least one TASK or pass --all"),
+    ],
+)
+def test_input_checks_are_validators(tmp_path: Path, flags: dict[str, object], said: str) -> None:
+    with pytest.raises(InputError) as caught:
+        RunConfig.load(None, {"selection": {"tasks": (TASK,)}} | flags)
+    assert said in str(caught.value)
+
+
+def test_the_digest_follows_the_configuration(tmp_path: Path) -> None:
+    first = _load(tmp_path, None)
+    assert first.digest() == _load(tmp_path, None).digest() and len(first.digest()) == 16
+    assert first.digest() != _load(tmp_path, None, build={"timeout": 5.0}).digest()
+    paths = OutputPaths(tmp_path / "out", "ds")
+    plain = write_report(paths).read_text()
+    recorded = write_report(paths, config_digest=first.digest()).read_text()
+    assert recorded == plain + f"\nRun configuration: {first.digest()}\n"
+
+
+def test_cli_config_file_under_the_flags(tmp_path: Path) -> None:
+    """The file's `out` applies without --out; --out overrides it; an unknown key exits 2."""
+    file = tmp_path / "run.yaml"
+    file.write_text(f"out: {tmp_path / 'from-file'}\nselection:\n  tasks: [{TASK}]\n")
+    assert run_cli("render", "--config", str(file)).returncode == 0
+    assert (tmp_path / "from-file" / "samples" / "tasks" / TASK).is_dir()
+    given = run_cli("render", "--config", str(file), "--out", str(tmp_path / "flag"))
+    assert given.returncode == 0, given.stderr
+    assert (tmp_path / "flag" / "samples" / "tasks" / TASK).is_dir()
+    file.write_text("selection:\n  tasks: [x]\n  colour: blue\n")
+    bad = run_cli("render", "--config", str(file), "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2
+    assert f"{file}: selection.colour: Extra inputs are not permitted" in bad.stderr
+    assert not (tmp_path / "bad").exists()
