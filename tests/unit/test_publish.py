@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from packager.errors import PackagerError
 from packager.release.publish import (
     PublishError,
     Registry,
@@ -198,3 +199,17 @@ def test_repo_url_forms(tmp_path: Path) -> None:
     assert repo_url("https://example.org/x.git") == "https://example.org/x.git"
     assert repo_url("git@example.org:team/x.git") == "git@example.org:team/x.git"
     assert repo_url(str(tmp_path / "x.git")) == (tmp_path / "x.git").resolve().as_uri()
+
+
+def test_select_takes_ids_or_task_names_in_order_and_names_the_missing(tmp_path: Path) -> None:
+    from packager.models.spec import TaskResult
+    from packager.release.publish import select
+
+    results = [
+        TaskResult(task=f"ds__{i}", instance_id=i, dataset="ds", status="verified", engine="local")
+        for i in ("a-1", "b-2")
+    ]
+    assert select(results, [], tmp_path) == results
+    assert select(results, ["ds__b-2", "a-1"], tmp_path) == [results[1], results[0]]
+    with pytest.raises(PackagerError, match="no results for c-3, d-4 under .*package` first"):
+        select(results, ["a-1", "c-3", "d-4"], tmp_path)
