@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import (
     BaseModel,
@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from packager.adapters import History, Prebuilt, Prompt, PythonFallback
 from packager.errors import InputError, PackagerError
 
 PARTIAL = "partial"
@@ -39,12 +40,6 @@ def _whole(info: ValidationInfo) -> bool:
     return not (info.context or {}).get(PARTIAL, False)
 
 
-def _one_of(value: object, flag: str, allowed: tuple[str, ...]) -> object:
-    if value not in allowed:
-        raise InputError(f"{flag} {value!r}: expected one of {', '.join(allowed)}")
-    return value
-
-
 class SelectionConfig(_Section):
     """Which rows of which dataset (`packager.run.select.Selection` once opened)."""
 
@@ -56,21 +51,14 @@ class SelectionConfig(_Section):
     repo_source: tuple[str, ...] = ()
     recipes: Path | None = None
     base_image: tuple[str, ...] = ()
-    prebuilt: Literal["auto", "always", "never"] = "auto"
-    prompt: Literal["scoped", "specified"] = "scoped"
+    prebuilt: Prebuilt = "auto"
+    prompt: Prompt = "scoped"
     grader_entry: str | None = None
-    history: Literal["full", "base-only"] = "full"
+    history: History = "full"
     id_filter: tuple[str, ...] = ()
     repo_filter: tuple[str, ...] = ()
     language: tuple[str, ...] = ()
-    python_fallback: Literal["nearest", "never"] = "nearest"
-
-    @field_validator("prebuilt", "prompt", "history", "python_fallback", mode="before")
-    @classmethod
-    def _choice(cls, value: object, info: ValidationInfo) -> object:
-        field = cls.model_fields[str(info.field_name)]
-        allowed = tuple(str(a) for a in getattr(field.annotation, "__args__", ()))
-        return _one_of(value, "--" + str(info.field_name).replace("_", "-"), allowed)
+    python_fallback: PythonFallback = "nearest"
 
 
 class BuildConfig(_Section):

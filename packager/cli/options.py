@@ -19,6 +19,7 @@ from typing import Annotated, Any, get_type_hints
 import typer
 from pydantic import BaseModel
 
+from packager.adapters import History, Prebuilt, Prompt, PythonFallback
 from packager.config import ExecutorConfig, RunConfig
 from packager.registry import ENGINES
 
@@ -85,12 +86,12 @@ class RowOptions(OutFlag, ListFlags, TaskPick):
         "(<dir>/<owner>/<name>.git, <dir>/<owner>+<name>, <dir>/<owner>__<name>.bundle, ...). "
         "Repeatable.",
     )
-    prebuilt: str = opt(
+    prebuilt: Prebuilt = opt(
         "--prebuilt",
         help="Published harness images: auto (a row's docker_image when the engine has it, else "
         "its recipe), always (SWE-bench rows by the harness naming too), never.",
     )
-    prompt: str = opt(
+    prompt: Prompt = opt(
         "--prompt", help="SWEeper: the agent's instruction, scoped (task_scoped) or specified."
     )
     grader_entry: str | None = opt(
@@ -98,7 +99,7 @@ class RowOptions(OutFlag, ListFlags, TaskPick):
         help="EC-SWE: the scoring script's path among grader_files (default: the single "
         "grader|grading|protected/{grade,grader,score,run_grader}.{py,sh}).",
     )
-    history: str = opt(
+    history: History = opt(
         "--history",
         help="Repository history in the agent image: full (up to base_commit) or base-only (one "
         "commit holding the base tree; for mirrors that lack history objects).",
@@ -114,7 +115,7 @@ class RowOptions(OutFlag, ListFlags, TaskPick):
     language: list[str] | None = opt(
         "--language", help="Only rows in this language, e.g. python (repeatable)."
     )
-    python_fallback: str = opt(
+    python_fallback: PythonFallback = opt(
         "--python-fallback",
         help="A Python version no image serves (no --base-image, no official image, not Debian's "
         "3.9/3.11/3.13): nearest (use the nearest served version at or above it, recorded as "

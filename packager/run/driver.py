@@ -447,11 +447,10 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
     """Grade `config.verify.patch` on its one task (built first): the run's reward, subscores,
     status, reason and log folder. The one `verify --patch` path.
     """
-    from packager.engines.containers import run_once
-    from packager.engines.local import make_run_plan
     from packager.judge.endpoint import judge_endpoint, missing_judge_env
     from packager.run.build import BuildOptions, build_task
     from packager.run.materialize import render_selection
+    from packager.run.patch import grade_patch
 
     patch = config.verify.patch
     assert patch is not None
@@ -474,9 +473,9 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
         built = build_task(client, spec, paths, sel.merged_repo_sources, opts)
         images = built.images
         memory = config.verify.memory_mb
-        plan = make_run_plan(spec, paths, images, memory_mb=memory, judge_env=judge_env)
-        where = paths.log_dir(spec.provenance.slug) / "patch"
-        run = run_once(client, plan, "patch", where, patch=patch.read_bytes())
+        run = grade_patch(
+            client, spec, paths, images, patch.read_bytes(), memory_mb=memory, judge_env=judge_env
+        )
     return {
         "task": spec.task_id,
         "reward": run.reward,

@@ -50,7 +50,10 @@ def test_a_flag_overrides_the_file_and_the_file_applies_without_it(tmp_path: Pat
         ("build:\n  bogus: 1\n", "run.yaml: build.bogus: Extra inputs are not permitted"),
         ("nonsense: 1\n", "run.yaml: nonsense: Extra inputs are not permitted"),
         ("verify:\n  oracle_runs: 0\n", "run.yaml: verify.oracle_runs:"),
-        ("selection:\n  prebuilt: sometimes\n", "run.yaml: --prebuilt 'sometimes'"),
+        (
+            "selection:\n  prebuilt: sometimes\n",
+            "run.yaml: selection.prebuilt: Input should be 'auto', 'always' or 'never'",
+        ),
         ("executor:\n  name: slurm\n", "run.yaml: unknown executor 'slurm'"),
         ("- a list\n", "expected a mapping"),
     ],
