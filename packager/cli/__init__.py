@@ -23,19 +23,12 @@ app = typer.Typer(
     ),
     pretty_exceptions_enable=False,
 )
-for name, command in (
-    ("list", tasks.list_command),
-    ("render", tasks.render_command),
-    ("build", tasks.build_command),
-    ("package", tasks.package_command),
-    ("verify", tasks.verify_command),
-    ("audit", tasks.audit_command),
-    ("quality", tasks.quality_command),
-    ("publish", release.publish_command),
-    ("clean", release.clean_command),
-    ("report", release.report_command),
+for command in (
+    *(tasks.list_command, tasks.render_command, tasks.build_command, tasks.package_command),
+    *(tasks.verify_command, tasks.audit_command, tasks.quality_command),
+    *(release.publish_command, release.clean_command, release.report_command),
 ):
-    app.command(name)(command)
+    app.command(command.__name__.removesuffix("_command"))(command)
 
 
 def main() -> None:
