@@ -117,6 +117,19 @@ def test_parse_binary_and_empty() -> None:
     assert parse_patch(None) == [] and parse_patch("") == []
 
 
+def test_parse_quoted_paths_and_sections_without_text() -> None:
+    # Git C-quotes names with special characters; the path is the file's real name (the old
+    # parser kept the escapes). A pure rename and a mode change carry no text.
+    text = (
+        'diff --git "a/caf\\303\\251.py" "b/caf\\303\\251.py"\n'
+        '--- "a/caf\\303\\251.py"\n+++ "b/caf\\303\\251.py"\n@@ -1 +1 @@\n-a = 1\n+a = 2\n'
+        "diff --git a/x b/y\nsimilarity index 100%\nrename from x\nrename to y\n"
+        "diff --git a/m b/m\nold mode 100644\nnew mode 100755\n"
+    )
+    (pf,) = parse_patch(text)
+    assert pf.path == pf.old_path == "café.py" and pf.hunks == ((b"a = 2",),)
+
+
 # --------------------------------------------------------------------------- lines and units
 
 
