@@ -112,6 +112,9 @@ class FileDiff:
     hunks: tuple[Hunk, ...]
     git: bool = False
     """The section starts with a `diff --git` line."""
+    git_names: tuple[str, ...] = ()
+    """The names that line gives (old, then new when it differs); `paths` is what the patch
+    touches, these are what the header claims (a checker of paths wants both)."""
     binary: bool = False
     """A binary section (`GIT binary patch` or `Binary files ... differ`)."""
     binary_data: bool = False
@@ -299,9 +302,13 @@ class _Builder:
     def _paths(self) -> tuple[str | None, str | None]:
         if self.sides is not None:
             old, new = self.sides
+        elif self.moved == (None, None):
+            # No rename or copy: git names one file (when the sides differ, git apply refuses
+            # the section; its new side is taken, as for hunks).
+            old = new = self.git_new or self.git_old
         else:
-            old = self.moved[0] or self.git_old or self.moved[1] or self.git_new
-            new = self.moved[1] or self.git_new or old
+            old = self.moved[0] or self.git_old
+            new = self.moved[1] or self.git_new
         if self.new_file:
             old = None
         if self.deleted_file:
@@ -332,6 +339,7 @@ class _Builder:
             header=text,
             hunks=tuple(self.hunks),
             git=self.git,
+            git_names=tuple(dict.fromkeys(p for p in (self.git_old, self.git_new) if p)),
             binary=self.binary,
             binary_data=self.binary_data,
             old_mode=self.old_mode,

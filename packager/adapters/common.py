@@ -112,7 +112,7 @@ def check_patch(text: Any, task: str, field: str) -> str:
     if not any(_applicable(f) for f in files):
         raise RowError(task, field, "not a unified diff (no '---'/'+++' file headers with hunks)")
     for file in files:
-        for path in file.paths:
+        for path in dict.fromkeys(file.paths + file.git_names):
             check_path(path, task, field)
     return text if text.endswith("\n") else text + "\n"
 

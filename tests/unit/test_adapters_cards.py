@@ -947,6 +947,9 @@ def test_check_patch_reads_paths_from_file_headers_only() -> None:
     renamed = "diff --git a/x b/../y\nsimilarity index 100%\nrename from x\nrename to ../y\n"
     with pytest.raises(RowError, match="'..'"):
         check_patch(renamed, "t", "patch")
+    binary = "diff --git a/../x b/y\nGIT binary patch\nliteral 0\nHcmV?d00001\n\n"
+    with pytest.raises(RowError, match="'..'"):
+        check_patch(binary, "t", "patch")
     with pytest.raises(RowError, match="unified diff"):
         check_patch("diff --git a/m b/m\nold mode 100644\nnew mode 100755\n", "t", "patch")
 

@@ -163,6 +163,7 @@ def test_sections_without_hunks() -> None:
     assert not empty.hunks and not empty.binary
     assert mode.mode_change and (mode.old_mode, mode.new_mode) == ("100644", "100755")
     assert rename.paths == ("old name.txt", "new name.txt") and not rename.hunks
+    assert rename.git_names == rename.paths and mode.git_names == ("mode.sh",)
     assert copy.hunks[0].added == ((2, 'five = "five"'),) and copy.hunks[0].file == "src/b.py"
     assert marker.binary and not marker.binary_data
     assert parse_diff(HEADERS_ONLY).text == HEADERS_ONLY
@@ -217,6 +218,14 @@ def test_plain_diff_timestamps_and_header_lookalikes() -> None:
     assert db.hunks[1].added == ((11, "second hunk line"),)
     assert other.status == "modified" and other.index == 1
     assert parse_diff(text).text == text
+
+
+def test_git_header_alone_names_one_file() -> None:
+    # Without rename or copy lines git names one file: the new side (git apply refuses a
+    # header whose sides differ); both names stay in `git_names` for checkers.
+    f = _only("diff --git a/../x b/y\nGIT binary patch\nliteral 0\nHcmV?d00001\n\n")
+    assert (f.status, f.old_path, f.new_path, f.git_names) == ("modified", "y", "y", ("../x", "y"))
+    assert f.binary_data
 
 
 def test_pdl_section_starting_at_new_file_mode() -> None:
