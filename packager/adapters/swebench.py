@@ -81,6 +81,19 @@ def _recipe_source(
     return None, "install_config", {}, ""
 
 
+def _prebuilt(environment: Environment, image: str) -> Environment:
+    """A published image's environment: it holds the repository and its environment, the
+    recipe (when given) only contributes its test command, parser, variables and cpus.
+    """
+    return Environment(
+        base_image=image,
+        prebuilt=True,
+        shell_setup=A.HARNESS_CONDA_ACTIVATE,
+        env=environment.env,
+        cpus=environment.cpus,
+    )
+
+
 def _graded_ids(
     row: Mapping[str, Any], task: str, parser: str
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -155,17 +168,7 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) ->
         env_commit=str(env_commit),
         frozen_requirements=frozen if (frozen and image is None) else None,
     )
-    environment = recipe.environment
-    if image is not None:
-        # The published image holds the repository and its environment; the recipe (when
-        # given) only contributes its test command and parser.
-        environment = Environment(
-            base_image=image,
-            prebuilt=True,
-            shell_setup=A.HARNESS_CONDA_ACTIVATE,
-            env=environment.env,
-            cpus=environment.cpus,
-        )
+    environment = recipe.environment if image is None else _prebuilt(recipe.environment, image)
     f2p, p2p, noise = _graded_ids(row, task, recipe.parser)
     metadata = _metadata(recipe, image, version, found[0] if found else None, source)
     if noise:
