@@ -6,7 +6,6 @@ reflogs, remotes and alternates.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
@@ -17,34 +16,21 @@ from pathlib import Path
 from packager.checks.audit.evidence import is_binary, norm_lines, parse_patch, sha256_hex
 from packager.checks.audit.layers import Layer
 from packager.checks.audit.report import Finding, FindingKind
-
-_GIT_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "LC_ALL": "C",
-}
+from packager.repos.git import run_git
 
 
-def run_git(
+def git_at(
     git_dir: Path, *args: str, stdin: bytes | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[bytes]:
-    """Host `git` on `git_dir`, without the user's or the system's configuration."""
-    return subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args],
-        input=stdin,
-        capture_output=True,
-        check=check,
-        env={**os.environ, **_GIT_ENV},
-        timeout=1800,
-    )
+    """Host `git` on the scratch repository `git_dir` (`repos.git.run_git`'s environment)."""
+    return run_git(f"--git-dir={git_dir}", *args, stdin=stdin, check=check, timeout=1800)
 
 
 def cat_batch(git_dir: Path, oids: Sequence[str]) -> Iterator[tuple[str, str, bytes]]:
     """(oid, type, content) of each object, through one `git cat-file --batch`."""
     if not oids:
         return
-    out = run_git(git_dir, "cat-file", "--batch", stdin=("\n".join(oids) + "\n").encode()).stdout
+    out = git_at(git_dir, "cat-file", "--batch", stdin=("\n".join(oids) + "\n").encode()).stdout
     pos = 0
     while pos < len(out):
         end = out.index(b"\n", pos)
@@ -85,9 +71,9 @@ def open_store(root: Path) -> Store:
             pack = pack_dir / name.removeprefix("pack_")
             idx = pack.with_suffix(".idx")
             if not idx.exists():
-                run_git(git_dir, "index-pack", str(pack), check=False)
+                git_at(git_dir, "index-pack", str(pack), check=False)
             if idx.exists():
-                listing = run_git(git_dir, "show-index", stdin=idx.read_bytes(), check=False).stdout
+                listing = git_at(git_dir, "show-index", stdin=idx.read_bytes(), check=False).stdout
                 for row in listing.decode().splitlines():
                     parts = row.split()
                     if len(parts) >= 2:
@@ -99,7 +85,7 @@ def open_store(root: Path) -> Store:
 
 def all_objects(store: Store) -> dict[str, str]:
     """Every object of the store: id → type."""
-    out = run_git(
+    out = git_at(
         store.git_dir,
         "cat-file",
         "--batch-all-objects",
@@ -113,16 +99,16 @@ def all_objects(store: Store) -> dict[str, str]:
 
 def reachable_from(store: Store, base: str) -> set[str] | None:
     """The objects `base` reaches (None when the store lacks it)."""
-    probe = run_git(store.git_dir, "cat-file", "-e", f"{base}^{{commit}}", check=False)
+    probe = git_at(store.git_dir, "cat-file", "-e", f"{base}^{{commit}}", check=False)
     if probe.returncode != 0:
         return None
-    out = run_git(store.git_dir, "rev-list", "--objects", base).stdout
+    out = git_at(store.git_dir, "rev-list", "--objects", base).stdout
     return {line.split(b" ", 1)[0].decode() for line in out.splitlines() if line}
 
 
 def base_content(store: Store, base: str) -> tuple[set[bytes], set[str]]:
     """Lines and sha256 digests of every file of the base tree."""
-    listing = run_git(store.git_dir, "ls-tree", "-r", "-z", base).stdout
+    listing = git_at(store.git_dir, "ls-tree", "-r", "-z", base).stdout
     oids = []
     for entry in listing.split(b"\0"):
         meta, _, _ = entry.partition(b"\t")
@@ -148,19 +134,19 @@ def patched_files(store: Store, base: str, patch: str | None) -> dict[str, bytes
         for pf in files:
             if pf.old_path is None:
                 continue
-            blob = run_git(store.git_dir, "cat-file", "blob", f"{base}:{pf.old_path}", check=False)
+            blob = git_at(store.git_dir, "cat-file", "blob", f"{base}:{pf.old_path}", check=False)
             if blob.returncode == 0:
                 target = root / pf.old_path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(blob.stdout)
-        applied = subprocess.run(
-            ["git", "apply", "--whitespace=nowarn", "-"],
+        applied = run_git(
+            "apply",
+            "--whitespace=nowarn",
+            "-",
             cwd=root,
-            input=patch.encode(),
-            capture_output=True,
-            env={**os.environ, **_GIT_ENV, "GIT_CEILING_DIRECTORIES": tmp},
+            stdin=patch.encode(),
+            env={"GIT_CEILING_DIRECTORIES": tmp},
             timeout=300,
-            check=False,
         )
         if applied.returncode != 0:
             return {}
@@ -174,7 +160,7 @@ def past_tag_values(store: Store, base: str, ancestors: set[str]) -> set[str]:
     tagged no later than `base` was committed; and those ancestors themselves (a lightweight
     tag names the commit), committed no later than `base`.
     """
-    dates = run_git(store.git_dir, "log", "-1", "--format=%ct", base, check=False).stdout.split()
+    dates = git_at(store.git_dir, "log", "-1", "--format=%ct", base, check=False).stdout.split()
     if not dates:
         return set()
     made = int(dates[0])
@@ -192,7 +178,7 @@ def past_tag_values(store: Store, base: str, ancestors: set[str]) -> set[str]:
             and when <= made
         ):
             allowed.add(oid)
-    listing = run_git(store.git_dir, "log", "--format=%H %ct", base, check=False).stdout
+    listing = git_at(store.git_dir, "log", "--format=%H %ct", base, check=False).stdout
     for row in listing.decode().splitlines():
         sha, _, when_text = row.partition(" ")
         if when_text.isdigit() and int(when_text) <= made:
