@@ -14,11 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from packager.diffs import FileDiff, parse_diff
 from packager.errors import RowError
 
-_HUNK = re.compile(r"^@@ -\d+(,\d+)? \+\d+(,\d+)? @@", re.MULTILINE)
-_DIFF_PATH = re.compile(r"^(?:---|\+\+\+) (?:[ab]/)?(\S+)", re.MULTILINE)
-_GIT_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.MULTILINE)
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -97,32 +95,26 @@ def check_path(path: str, task: str, field: str) -> str:
     return norm
 
 
+def _applicable(file: FileDiff) -> bool:
+    """A section git can apply: hunks under `---`/`+++` lines, or a git section that adds a
+    file, renames one or carries binary data.
+    """
+    if file.hunks and "\n+++ " in "\n" + file.header:
+        return True
+    return file.git and (file.binary_data or file.status in ("added", "renamed"))
+
+
 def check_patch(text: Any, task: str, field: str) -> str:
     """A unified diff (git or plain); every path it touches must stay inside the tree."""
     if not isinstance(text, str) or not text.strip():
         raise RowError(task, field, "missing or empty patch")
-    has_hunks = bool(_HUNK.search(text)) and "\n+++ " in f"\n{text}"
-    git_only = bool(_GIT_HEADER.search(text)) and (
-        "GIT binary patch" in text or "rename from" in text or "new file mode" in text
-    )
-    if not (has_hunks or git_only):
+    files = parse_diff(text).files
+    if not any(_applicable(f) for f in files):
         raise RowError(task, field, "not a unified diff (no '---'/'+++' file headers with hunks)")
-    for match in _DIFF_PATH.finditer(text):
-        path = match.group(1)
-        if path != "/dev/null":
+    for file in files:
+        for path in dict.fromkeys(file.paths + file.git_names):
             check_path(path, task, field)
-    for match in _GIT_HEADER.finditer(text):
-        check_path(match.group(1), task, field)
-        check_path(match.group(2), task, field)
     return text if text.endswith("\n") else text + "\n"
-
-
-def patch_paths(text: str) -> tuple[str, ...]:
-    """Paths a diff touches (new side and old side), sorted."""
-    paths = {m.group(1) for m in _DIFF_PATH.finditer(text) if m.group(1) != "/dev/null"}
-    for match in _GIT_HEADER.finditer(text):
-        paths.update((match.group(1), match.group(2)))
-    return tuple(sorted(paths))
 
 
 def decode_content(content: Any, encoding: str, task: str, field: str) -> bytes:

@@ -19,6 +19,7 @@ from typing import Any
 from packager.adapters import Context, row_id
 from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get, get_str, parse_files, parse_list
+from packager.diffs import parse_diff
 from packager.errors import RowError
 from packager.grading import rules
 from packager.models.spec import (
@@ -50,18 +51,15 @@ def normalise_formula(text: str, task: str) -> str:
 
 def check_hidden_patch(text: str, task: str) -> tuple[str, ...]:
     """The test patch only adds files, all under tests/hidden/; returns their paths."""
-    from packager.adapters.common import patch_paths
-
-    paths = tuple(p for p in patch_paths(text))
-    if not paths:
+    patch = parse_diff(text)
+    if not patch.paths:
         raise RowError(task, "test_patch", "adds no files")
-    for path in paths:
+    for path in patch.paths:
         if not path.startswith(HIDDEN_DIR):
             raise RowError(task, "test_patch", f"{path}: hidden tests belong under {HIDDEN_DIR}")
-    for block in re.split(r"(?m)^(?=diff --git )", text):
-        if block.strip() and "--- /dev/null" not in block:
-            raise RowError(task, "test_patch", "must only add files (it changes an existing one)")
-    return paths
+    if any(f.status != "added" for f in patch.files):
+        raise RowError(task, "test_patch", "must only add files (it changes an existing one)")
+    return patch.paths
 
 
 def _has_requirements(data: bytes) -> bool:

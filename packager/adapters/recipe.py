@@ -19,13 +19,13 @@ Keys and what they do (docs/datasets.md has the full table):
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from packager.adapters import assumptions as A
+from packager.diffs import parse_diff
 from packager.errors import RowError
 from packager.images.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
 from packager.models.spec import Environment
@@ -58,9 +58,6 @@ KNOWN_KEYS = frozenset(
 """Keys a recipe may carry. `no_use_env`, `docker_specs`, `execute_test_as_nonroot` and `build`
 are conda, harness-build and container details of the harness's specs with no meaning here
 (docs/datasets.md says why each); they are accepted and ignored. Unknown keys are an error."""
-
-# Directives are the test files a test patch touches (the `b/` side of its `diff --git` lines).
-_DIFF_GIT_B = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -113,8 +110,9 @@ def test_directives(test_patch: str | None, style: str = "path") -> tuple[str, .
     if not test_patch:
         return ()
     found: list[str] = []
-    for path in _DIFF_GIT_B.findall(test_patch):
-        path = path.strip()
+    # As the harness finds them: the new path (`b/` side) of each `diff --git` section.
+    for file in parse_diff(test_patch).files:
+        path = file.path.strip() if file.git else ""
         if not path or path.endswith(A.NON_TEST_EXTS):
             continue
         if style == "django":

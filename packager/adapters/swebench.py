@@ -21,7 +21,7 @@ from typing import Any
 from packager.adapters import Context, row_id
 from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get_sha, get_str, parse_list, parse_mapping
-from packager.adapters.recipe import PythonPolicy, make_recipe
+from packager.adapters.recipe import PythonPolicy, RecipeResult, make_recipe
 from packager.datasets.harness_parsers import not_test_ids
 from packager.datasets.harness_specs import harness_recipe
 from packager.datasets.harness_specs import language as harness_language
@@ -81,6 +81,55 @@ def _recipe_source(
     return None, "install_config", {}, ""
 
 
+def _prebuilt(environment: Environment, image: str) -> Environment:
+    """A published image's environment: it holds the repository and its environment, the
+    recipe (when given) only contributes its test command, parser, variables and cpus.
+    """
+    return Environment(
+        base_image=image,
+        prebuilt=True,
+        shell_setup=A.HARNESS_CONDA_ACTIVATE,
+        env=environment.env,
+        cpus=environment.cpus,
+    )
+
+
+def _graded_ids(
+    row: Mapping[str, Any], task: str, parser: str
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """FAIL_TO_PASS and PASS_TO_PASS without the ids no test can have (runner output a harness
+    parser misread: they grade nothing either way), and those ids, which the task's metadata
+    names, never silently.
+    """
+    f2p = parse_list(row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False)
+    p2p = parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS")
+    noise = not_test_ids(parser, (*f2p, *p2p))
+    f2p = tuple(t for t in f2p if t not in noise)
+    p2p = tuple(t for t in p2p if t not in noise)
+    if not f2p:
+        raise RowError(task, "FAIL_TO_PASS", f"no test id left once {list(noise)} is set aside")
+    return f2p, p2p, noise
+
+
+def _metadata(
+    recipe: RecipeResult, image: str | None, version: str | None, entry: str | None, source: str
+) -> dict[str, Any]:
+    """What the task's metadata says of its environment: where it comes from, which Python."""
+    metadata: dict[str, Any] = {"environment": "image" if image else "recipe"}
+    if version:
+        metadata["version"] = version
+    if entry is not None:
+        metadata["recipe"] = entry
+    metadata["environment_source"] = f"image {image}" if image else source
+    if image is None and recipe.python is not None:
+        metadata["python_requested"] = recipe.python.requested
+        metadata["python_used"] = recipe.python.used
+        metadata["python_base"] = f"{recipe.python.image} ({recipe.python.how})"
+    if recipe.notes:
+        metadata["recipe_notes"] = list(recipe.notes)
+    return metadata
+
+
 def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) -> TaskSpec:
     """Shared by SWE-bench and SWE-rebench: they differ only in where the recipe comes from."""
     task = row_id(row) or get_str(row, "?", "instance_id")
@@ -119,39 +168,9 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) ->
         env_commit=str(env_commit),
         frozen_requirements=frozen if (frozen and image is None) else None,
     )
-    environment = recipe.environment
-    test_command = recipe.test_command
-    if image is not None:
-        # The published image holds the repository and its environment; the recipe (when
-        # given) only contributes its test command and parser.
-        environment = Environment(
-            base_image=image,
-            prebuilt=True,
-            shell_setup=A.HARNESS_CONDA_ACTIVATE,
-            env=environment.env,
-            cpus=environment.cpus,
-        )
-    f2p = parse_list(row.get("FAIL_TO_PASS"), task, "FAIL_TO_PASS", allow_empty=False)
-    p2p = parse_list(row.get("PASS_TO_PASS"), task, "PASS_TO_PASS")
-    # Ids no test can have (runner output a harness parser misread) grade nothing either way;
-    # they are set aside, named in the task's metadata, never silently.
-    noise = not_test_ids(recipe.parser, (*f2p, *p2p))
-    f2p = tuple(t for t in f2p if t not in noise)
-    p2p = tuple(t for t in p2p if t not in noise)
-    if not f2p:
-        raise RowError(task, "FAIL_TO_PASS", f"no test id left once {list(noise)} is set aside")
-    metadata: dict[str, Any] = {"environment": "image" if image else "recipe"}
-    if version:
-        metadata["version"] = version
-    if found is not None:
-        metadata["recipe"] = found[0]
-    metadata["environment_source"] = f"image {image}" if image else source
-    if image is None and recipe.python is not None:
-        metadata["python_requested"] = recipe.python.requested
-        metadata["python_used"] = recipe.python.used
-        metadata["python_base"] = f"{recipe.python.image} ({recipe.python.how})"
-    if recipe.notes:
-        metadata["recipe_notes"] = list(recipe.notes)
+    environment = recipe.environment if image is None else _prebuilt(recipe.environment, image)
+    f2p, p2p, noise = _graded_ids(row, task, recipe.parser)
+    metadata = _metadata(recipe, image, version, found[0] if found else None, source)
     if noise:
         metadata["ids_not_tests"] = list(noise)
     metadata["log_parser"] = recipe.harness_parser
@@ -174,7 +193,7 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) ->
         grading=Grading(
             rule="all_pass",
             parser=recipe.parser,
-            test_command=test_command,
+            test_command=recipe.test_command,
             timeout_sec=recipe.timeout_sec,
             test_patch=test_patch,
             fail_to_pass=f2p,

@@ -922,3 +922,48 @@ def test_oracle_text_is_never_the_instruction() -> None:
     row = _row(TEXTKIT)
     assert row["text"] != row["problem_statement"]
     assert _spec(row, prebuilt="always").instruction == row["problem_statement"]
+
+
+# --------------------------------------------------------------------------- patches (diffs)
+
+
+def test_directives_unquote_names_git_quotes() -> None:
+    # The harness's regex missed a C-quoted `diff --git` line; packager.diffs reads it.
+    patch = (
+        'diff --git "a/tests/test_caf\\303\\251.py" "b/tests/test_caf\\303\\251.py"\n'
+        "diff --git a/tests/test_plain.py b/tests/test_plain.py\n"
+    )
+    assert recipe_adapter.test_directives(patch) == ("tests/test_café.py", "tests/test_plain.py")
+
+
+def test_check_patch_reads_paths_from_file_headers_only() -> None:
+    from packager.adapters.common import check_patch
+
+    # A removed SQL comment `--- ../notes` is a hunk line, not a path (it used to be checked).
+    text = "--- a/db.sql\n+++ b/db.sql\n@@ -1,2 +1,2 @@\n--- ../notes\n+-- notes\n keep\n"
+    assert check_patch(text, "t", "patch") == text
+    with pytest.raises(RowError, match="'..'"):
+        check_patch("--- a/x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n", "t", "patch")
+    renamed = "diff --git a/x b/../y\nsimilarity index 100%\nrename from x\nrename to ../y\n"
+    with pytest.raises(RowError, match="'..'"):
+        check_patch(renamed, "t", "patch")
+    binary = "diff --git a/../x b/y\nGIT binary patch\nliteral 0\nHcmV?d00001\n\n"
+    with pytest.raises(RowError, match="'..'"):
+        check_patch(binary, "t", "patch")
+    with pytest.raises(RowError, match="unified diff"):
+        check_patch("diff --git a/m b/m\nold mode 100644\nnew mode 100755\n", "t", "patch")
+
+
+def test_pdl_hidden_patch_must_add_every_file() -> None:
+    from packager.adapters.pdl import check_hidden_patch
+
+    new = "--- /dev/null\n+++ b/tests/hidden/test_{n}.py\n@@ -0,0 +1 @@\n+x = {n}\n"
+    both = new.format(n=1) + new.format(n=2)
+    assert check_hidden_patch(both, "t") == ("tests/hidden/test_1.py", "tests/hidden/test_2.py")
+    # A plain patch whose second file changes an existing one (once missed: the whole text was
+    # one block holding a `--- /dev/null`).
+    edit = "--- a/tests/hidden/test_2.py\n+++ b/tests/hidden/test_2.py\n@@ -1 +1 @@\n-a\n+b\n"
+    with pytest.raises(RowError, match="must only add files"):
+        check_hidden_patch(new.format(n=1) + edit, "t")
+    with pytest.raises(RowError, match="belong under"):
+        check_hidden_patch(new.format(n=1).replace("tests/hidden/", "tests/"), "t")

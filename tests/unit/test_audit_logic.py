@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 
 from packager.checks.audit import (
+    Layer,
     Source,
-    _Layer,
-    _ref_findings,
-    _visible,
     audit_image,
     candidate_lines,
     informative,
@@ -25,7 +23,9 @@ from packager.checks.audit import (
     make_units,
     norm_lines,
     parse_patch,
+    ref_findings,
     secrets_of,
+    visible,
 )
 from packager.models.spec import Grading, Provenance, Repo, TaskSpec
 
@@ -115,6 +115,19 @@ def test_parse_binary_and_empty() -> None:
     )
     assert parse_patch(binary) == []
     assert parse_patch(None) == [] and parse_patch("") == []
+
+
+def test_parse_quoted_paths_and_sections_without_text() -> None:
+    # Git C-quotes names with special characters; the path is the file's real name (the old
+    # parser kept the escapes). A pure rename and a mode change carry no text.
+    text = (
+        'diff --git "a/caf\\303\\251.py" "b/caf\\303\\251.py"\n'
+        '--- "a/caf\\303\\251.py"\n+++ "b/caf\\303\\251.py"\n@@ -1 +1 @@\n-a = 1\n+a = 2\n'
+        "diff --git a/x b/y\nsimilarity index 100%\nrename from x\nrename to y\n"
+        "diff --git a/m b/m\nold mode 100644\nnew mode 100755\n"
+    )
+    (pf,) = parse_patch(text)
+    assert pf.path == pf.old_path == "café.py" and pf.hunks == ((b"a = 2",),)
 
 
 # --------------------------------------------------------------------------- lines and units
@@ -231,8 +244,8 @@ BASE = "a" * 40
 FUTURE = "b" * 40
 
 
-def _meta(**files: str) -> _Layer:
-    layer = _Layer("L")
+def _meta(**files: str) -> Layer:
+    layer = Layer("L")
     layer.git_meta = {
         k.replace("__", "/").replace("_dot_", "."): v.encode() for k, v in files.items()
     }
@@ -245,11 +258,11 @@ def test_clean_repository_metadata_has_no_findings() -> None:
         refs__heads__main=BASE + "\n",
         config="[core]\n\tbare = false\n",
     )
-    assert _ref_findings(layer, "/testbed/.git", BASE) == []
+    assert ref_findings(layer, "/testbed/.git", BASE) == []
 
 
 def test_ref_findings_cover_every_kind() -> None:
-    layer = _Layer("L")
+    layer = Layer("L")
     layer.git_meta = {
         "HEAD": b"ref: refs/heads/main\n",
         "refs/heads/main": BASE.encode(),
@@ -265,7 +278,7 @@ def test_ref_findings_cover_every_kind() -> None:
     }
     found = {
         (f.kind, f.path.removeprefix("/testbed/.git/"))
-        for f in _ref_findings(layer, "/testbed/.git", BASE)
+        for f in ref_findings(layer, "/testbed/.git", BASE)
     }
     assert found == {
         ("ref", "refs/heads/fix"),
@@ -281,23 +294,23 @@ def test_ref_findings_cover_every_kind() -> None:
 
 
 def test_detached_head() -> None:
-    assert _ref_findings(_meta(HEAD=BASE), "/r/.git", BASE) == []
-    (f,) = _ref_findings(_meta(HEAD=FUTURE), "/r/.git", BASE)
+    assert ref_findings(_meta(HEAD=BASE), "/r/.git", BASE) == []
+    (f,) = ref_findings(_meta(HEAD=FUTURE), "/r/.git", BASE)
     assert f.kind == "ref" and f.object_id == FUTURE
 
 
 def test_visibility_under_whiteouts() -> None:
-    one, two, three = _Layer("1"), _Layer("2"), _Layer("3")
+    one, two, three = Layer("1"), Layer("2"), Layer("3")
     one.files = {"/tmp/leak/gold.patch", "/opt/a.py", "/srv/x/y.py"}
     two.deleted = {"/tmp/leak"}
     three.opaque = {"/srv/x"}
     layers = [one, two, three]
-    assert not _visible(layers, 0, "/tmp/leak/gold.patch")
-    assert _visible(layers, 0, "/opt/a.py")
-    assert not _visible(layers, 0, "/srv/x/y.py")
+    assert not visible(layers, 0, "/tmp/leak/gold.patch")
+    assert visible(layers, 0, "/opt/a.py")
+    assert not visible(layers, 0, "/srv/x/y.py")
     three.files = {"/opt/a.py"}
-    assert not _visible(layers, 0, "/opt/a.py")  # overwritten
-    assert _visible(layers, 2, "/opt/a.py")
+    assert not visible(layers, 0, "/opt/a.py")  # overwritten
+    assert visible(layers, 2, "/opt/a.py")
 
 
 # --------------------------------------------------------------------------- a whole audit

@@ -1,0 +1,118 @@
+"""The audit of a task: its agent image audited (`audit_image`), the verdict written to
+`<out>/<dataset>/results/<task>.audit.json`, and a clean verdict kept on this machine under a
+key of everything it depends on, so the very same audit is not repeated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packager.checks.audit.image import audit_image
+from packager.checks.audit.report import AuditReport
+
+if TYPE_CHECKING:
+    from packager.images.build import DockerClient
+    from packager.models.spec import TaskSpec
+    from packager.run.store import OutputPaths
+
+
+def _code() -> bytes:
+    """The bytes of every module of the audit package, by name, and of the diff parser it
+    reads patches with: any change of the audit's code is a new key.
+    """
+    here = Path(__file__).parent
+    h = hashlib.sha256()
+    for path in [*sorted(here.glob("*.py")), here.parent.parent / "diffs.py"]:
+        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.digest()
+
+
+def audit_path(paths: OutputPaths, slug: str) -> Path:
+    """`<out>/<dataset>/results/<task>.audit.json`."""
+    return paths.base / "results" / f"{slug}.audit.json"
+
+
+def audit_key(spec: TaskSpec, image_id: str) -> str:
+    """What a clean audit depends on: the image (by id), the task's secrets and history rule,
+    and the audit package's code. The same key means the same verdict.
+    """
+    g = spec.grading
+    h = hashlib.sha256()
+    for part in (
+        _code(),
+        image_id.encode(),
+        spec.repo.head.encode(),
+        spec.repo.workdir.encode(),
+        (g.workflows or "").encode(),
+        (g.test_patch or "").encode(),
+        (spec.gold_patch or "").encode(),
+        *(k.encode() + b"\0" + v for k, v in sorted(g.hidden_files.items())),
+        *(k.encode() + b"\0" + v for k, v in sorted(g.grader_files.items())),
+    ):
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def machine_audit_path(key: str) -> Path:
+    """Where this machine keeps the clean verdict of the audit with `key` (any output folder)."""
+    from packager.run.store import cache_root
+
+    return cache_root() / "audits" / key[:2] / f"{key}.json"
+
+
+def _saved_clean(path: Path, key: str) -> dict[str, Any] | None:
+    """The saved audit at `path` when it is the clean verdict for `key`."""
+    try:
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+    except (ValueError, OSError):
+        return None
+    if isinstance(saved, dict) and saved.get("cache_key") == key and saved.get("clean") is True:
+        return saved
+    return None
+
+
+def audit_task(
+    client: DockerClient, spec: TaskSpec, paths: OutputPaths, tag: str | None = None
+) -> AuditReport:
+    """Audit the task's agent image (`tag`, else the rendered task's) and write its audit JSON.
+
+    A clean audit of the very same image for the same secrets (`audit_key`) is not repeated:
+    its saved verdict is returned (stats `cached` = 1, 0 seconds), from the task's audit JSON
+    or, for another output folder, from this machine's cache (`machine_audit_path`), which is
+    then copied to the task's audit JSON. Only clean verdicts are kept there: a leak is
+    audited again, so its findings are always those of this audit code.
+    """
+    import docker.errors
+
+    from packager.render.harbor import make_harbor_task
+    from packager.render.write import write_json
+
+    tag = tag or make_harbor_task(spec).agent_image
+    target = audit_path(paths, spec.provenance.slug)
+    key = None
+    try:
+        image_id = str(client.images.get(tag).id)
+        key = audit_key(spec, image_id)
+    except (docker.errors.ImageNotFound, ValueError, OSError):
+        pass  # audit_image says what is missing
+    if key is not None:
+        if _saved_clean(target, key) is not None:
+            return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
+        saved = _saved_clean(machine_audit_path(key), key)
+        if saved is not None:
+            write_json(target, {**saved, "task": spec.provenance.slug, "instance_id": spec.task_id})
+            return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
+    report = audit_image(client, tag, spec)
+    data = {"task": spec.provenance.slug, "instance_id": spec.task_id, **report.to_json()}
+    if key is not None:
+        data["cache_key"] = key
+    write_json(target, data)
+    if key is not None and report.clean:
+        try:
+            write_json(machine_audit_path(key), data)
+        except OSError:  # a read-only or full cache: the verdict is in the task's JSON anyway
+            pass
+    return report
