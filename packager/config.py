@@ -40,46 +40,166 @@ def _whole(info: ValidationInfo) -> bool:
     return not (info.context or {}).get(PARTIAL, False)
 
 
+def _executor_name(value: str) -> str:
+    from packager.executors import names
+
+    if value not in names():
+        raise InputError(f"unknown executor {value!r} (available: {', '.join(names())})")
+    return value
+
+
 class SelectionConfig(_Section):
     """Which rows of which dataset (`packager.run.select.Selection` once opened)."""
 
-    tasks: tuple[str, ...] = ()
-    all_tasks: bool = False
-    dataset: str | None = None
-    split: str = "test"
-    schema_name: str | None = None
-    repo_source: tuple[str, ...] = ()
-    recipes: Path | None = None
-    base_image: tuple[str, ...] = ()
-    prebuilt: Prebuilt = "auto"
-    prompt: Prompt = "scoped"
-    grader_entry: str | None = None
-    history: History = "full"
-    id_filter: tuple[str, ...] = ()
-    repo_filter: tuple[str, ...] = ()
-    language: tuple[str, ...] = ()
-    python_fallback: PythonFallback = "nearest"
+    tasks: tuple[str, ...] = Field((), description="Instance ids to work on.")
+    all_tasks: bool = Field(False, description="Work on every row of the dataset.")
+    dataset: str | None = Field(
+        None,
+        description=(
+            "Rows to read: 'samples' (default), a .jsonl/.json/.parquet file, a "
+            "downloaded dataset folder, or a hub id owner/name."
+        ),
+    )
+    split: str = Field("test", description="Dataset split to read.")
+    schema_name: str | None = Field(
+        None, description="Skip schema detection: swebench, swe-rebench, ec-swe, pdl, sweeper."
+    )
+    repo_source: tuple[str, ...] = Field(
+        (),
+        description=(
+            "OWNER/NAME=LOCATION or URL=LOCATION: read that repository from a local "
+            "bare repo, working copy or bundle instead of GitHub; or DIR, a folder "
+            "of mirrors (<dir>/<owner>/<name>.git, <dir>/<owner>+<name>, "
+            "<dir>/<owner>__<name>.bundle, ...). Repeatable."
+        ),
+    )
+    recipes: Path | None = Field(
+        None,
+        description=(
+            "YAML/JSON file of environments for rows that carry none (SWE-bench) or "
+            "web-app start commands (SWEeper): keys instance_id/case_id/slug, "
+            "owner/name@version or owner/name (most specific wins); values use "
+            "SWE-rebench install_config keys."
+        ),
+    )
+    base_image: tuple[str, ...] = Field(
+        (),
+        description=(
+            "VERSION=IMAGE: the base image for recipes asking for that Python "
+            "version (default: the official python:VERSION-slim where the engine "
+            "has or can pull it, else Debian's python3: 3.9 bullseye, 3.11 "
+            "bookworm, 3.13 trixie). Repeatable."
+        ),
+    )
+    prebuilt: Prebuilt = Field(
+        "auto",
+        description=(
+            "Published harness images: auto (a row's docker_image when the engine "
+            "has it, else its recipe), always (SWE-bench rows by the harness naming "
+            "too), never."
+        ),
+    )
+    prompt: Prompt = Field(
+        "scoped", description="SWEeper: the agent's instruction, scoped (task_scoped) or specified."
+    )
+    grader_entry: str | None = Field(
+        None,
+        description=(
+            "EC-SWE: the scoring script's path among grader_files (default: the "
+            "single "
+            "grader|grading|protected/{grade,grader,score,run_grader}.{py,sh})."
+        ),
+    )
+    history: History = Field(
+        "full",
+        description=(
+            "Repository history in the agent image: full (up to base_commit) or "
+            "base-only (one commit holding the base tree; for mirrors that lack "
+            "history objects)."
+        ),
+    )
+    id_filter: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Only rows whose id matches this glob (repeatable; any match counts), e.g. 'django__*'."
+        ),
+    )
+    repo_filter: tuple[str, ...] = Field(
+        (), description="Only rows of this repository, owner/name or a glob (repeatable)."
+    )
+    language: tuple[str, ...] = Field(
+        (), description="Only rows in this language, e.g. python (repeatable)."
+    )
+    python_fallback: PythonFallback = Field(
+        "nearest",
+        description=(
+            "A Python version no image serves (no --base-image, no official image, "
+            "not Debian's 3.9/3.11/3.13): nearest (use the nearest served version "
+            "at or above it, recorded as python_used) or never (refuse the row, "
+            "exit 2)."
+        ),
+    )
 
 
 class BuildConfig(_Section):
     """The build stage."""
 
-    workers: int = Field(1, ge=1)
-    ca_bundle: Path | None = None
-    timeout: float = 1800.0
-    pull: bool = False
+    workers: int = Field(1, ge=1, description="Tasks worked on at once.")
+    ca_bundle: Path | None = Field(
+        None, description="Extra CA bundle trusted inside builds (TLS-intercepting proxies)."
+    )
+    timeout: float = Field(1800.0, description="Seconds per image build.")
+    pull: bool = Field(
+        False,
+        description=("Let builds pull missing base images from a registry (default: fail fast)."),
+    )
 
 
 class VerifyConfig(_Section):
     """How tasks are verified (or one candidate patch graded)."""
 
-    engine: str = "local"
-    harbor_env: str | None = None
-    oracle_runs: int = Field(2, ge=1)
-    force: bool = False
-    memory_mb: int | None = Field(None, ge=16)
-    judge: str = "env"
-    patch: Path | None = None
+    engine: str = Field(
+        "local",
+        description=(
+            "Verification engine: local (Docker SDK, seconds per run) or harbor "
+            "(the real `harbor run` in the pinned .harbor environment; `make "
+            "harbor`)."
+        ),
+    )
+    harbor_env: str | None = Field(
+        None,
+        description=(
+            "With --engine harbor: Harbor's environment type for the trials "
+            "(`harbor run --env`), default docker; e.g. daytona, modal or e2b for "
+            "Harbor's cloud sandboxes (docs/harbor.md)."
+        ),
+    )
+    oracle_runs: int = Field(2, ge=1, description="Oracle runs per task.")
+    force: bool = Field(
+        False, description="Verify again tasks already verified for the same images (no resume)."
+    )
+    memory_mb: int | None = Field(
+        None,
+        ge=16,
+        description=(
+            "Memory limit of each agent and grader container, in MiB (no swap "
+            "beyond it); a run killed for memory is an infra_error."
+        ),
+    )
+    judge: str = Field(
+        "env",
+        description=(
+            "Where a browser judge's model is (SWEeper tasks): env = the endpoint "
+            "named by PACKAGER_JUDGE_BASE_URL, PACKAGER_JUDGE_MODEL and "
+            "PACKAGER_JUDGE_API_KEY (unset: the task stops at needs_judge); replay "
+            "= a local server replaying the sample's recorded model turns "
+            "(packager/samples/replays/<id>.yaml), started and stopped by this "
+            "command."
+        ),
+    )
+    patch: Path | None = Field(
+        None, description="Grade this candidate patch instead; prints one JSON object."
+    )
 
     @property
     def environment(self) -> str:
@@ -110,21 +230,54 @@ class VerifyConfig(_Section):
 class ExecutorConfig(_Section):
     """Where the jobs run (`--executor` and its Ray options)."""
 
-    name: str = "local"
-    ray_address: str | None = None
-    workers_per_node: int = Field(1, ge=1)
-    registry: str | None = None
+    name: str = Field(
+        "local",
+        description=(
+            "Where each task's build, audit and verification run: local (this "
+            "machine's Docker engine, -j at once) or ray (one job per task on a Ray "
+            "cluster, each on its node's Docker engine; needs packager\\[ray]; "
+            "docs/scale.md)."
+        ),
+    )
+    ray_address: str | None = Field(
+        None,
+        description=(
+            "With --executor ray: the cluster's head, as `ray start --head` prints "
+            "it (default: RAY_ADDRESS, else the cluster this machine belongs to)."
+        ),
+    )
+    workers_per_node: int = Field(
+        1,
+        ge=1,
+        description=(
+            "With --executor ray: at most this many jobs at once on each node (each "
+            "asks Ray for that share of the node's CPUs, so Ray itself holds the "
+            "cap)."
+        ),
+    )
+    registry: str | None = Field(
+        None,
+        description=(
+            "With --executor ray: each job pushes its task's images there, and "
+            "nodes pull from it the base images their engine lacks (the driver "
+            "pushes those first)."
+        ),
+    )
     """`HOST[:PORT]/NAMESPACE` (checked here, `release.publish.Registry.parse`)."""
-    shared_repos: bool = False
+    shared_repos: bool = Field(
+        False,
+        description=(
+            "With --executor ray: the repo sources (--repo-source paths and "
+            "folders, the dataset's bundles) are at the same paths on every node (a "
+            "shared filesystem), so they are not shipped through Ray's object "
+            "store."
+        ),
+    )
 
     @field_validator("name")
     @classmethod
     def _known(cls, value: str) -> str:
-        from packager.executors import names
-
-        if value not in names():
-            raise InputError(f"unknown executor {value!r} (available: {', '.join(names())})")
-        return value
+        return _executor_name(value)
 
     @field_validator("registry")
     @classmethod
@@ -166,15 +319,85 @@ class ExecutorConfig(_Section):
 class QualityConfig(_Section):
     """The quality checks (docs/quality.md)."""
 
-    enabled: bool = False
-    max_ablations: int = Field(12, ge=1)
-    strict: bool = False
+    enabled: bool = Field(
+        False,
+        description=(
+            "Also check each verified task's quality (docs/quality.md): gold hunks "
+            "the tests do not need, and instruction leaks. Flags only, unless "
+            "--strict-quality."
+        ),
+    )
+    max_ablations: int = Field(
+        12,
+        ge=1,
+        description=(
+            "Quality: at most this many ablated variants of the gold patch per task "
+            "(hunks are grouped per file beyond it, every file covered)."
+        ),
+    )
+    strict: bool = Field(
+        False,
+        description=("Exit 1 when a task is flagged by the quality checks (else they only flag)."),
+    )
+
+
+class PublishConfig(_Section):
+    """`packager publish`: where a release of verified tasks goes."""
+
+    registry: str = Field(
+        description="Where the images go: HOST[:PORT]/NAMESPACE (a registry on loopback speaks "
+        "plain HTTP, as Docker allows there)."
+    )
+    dataset_repo: str | None = Field(
+        None,
+        description="A git repository (path or URL) to commit the release into, in the layout "
+        "`harbor run -d NAME@VERSION --registry-path <clone>/registry.json` resolves; a path "
+        "that does not exist becomes a new bare repository.",
+    )
+    branch: str | None = Field(
+        None,
+        description="The dataset repository's branch to commit the release on (default: the "
+        "branch its HEAD names, so a plain clone checks the release out).",
+    )
+    include_unverified: bool = Field(False, description="Also publish tasks that are not verified.")
+    name: str | None = Field(None, description="Dataset name (default: the dataset's).")
+    version: str = Field("1.0", description="Dataset version.")
+    executor: str = Field(
+        ExecutorConfig.model_fields["name"].default,
+        description="ray: the tasks were packaged with --executor ray and the same --registry, "
+        "so their images are already there (pushed by their jobs); no local engine is needed.",
+    )
+
+    @field_validator("executor")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return _executor_name(value)
+
+    @model_validator(mode="after")
+    def _branch_needs_repo(self) -> Self:
+        if self.branch is not None and self.dataset_repo is None:
+            raise InputError("--branch names a branch of --dataset-repo: pass both")
+        return self
+
+
+class CleanConfig(_Section):
+    """`packager clean`: which of this tool's images and containers to remove."""
+
+    keep_newest: int = Field(
+        0, ge=0, description="Keep the N newest images of each task and role (0: remove them all)."
+    )
+    task: str | None = Field(
+        None,
+        description="Only images and containers of tasks matching this glob (the label "
+        "packager.task, e.g. 'samples/*').",
+    )
+    dry_run: bool = Field(False, description="Say what would be removed; remove nothing.")
 
 
 class RunConfig(_Section):
     """Everything one run of `packager` is told."""
 
-    out: Path = Path("build")
+    out: Path = Field(Path("build"), description="Output folder.")
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     build: BuildConfig = Field(default_factory=BuildConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
@@ -196,6 +419,18 @@ class RunConfig(_Section):
         if self.selection.tasks and self.selection.all_tasks:
             raise InputError("give TASK ids or --all, not both")
         return self
+
+    @classmethod
+    def section_of(cls, name: str) -> tuple[str | None, type[BaseModel]]:
+        """The section (None: top level) and the model holding the field `name`."""
+        if name in cls.model_fields:
+            return None, cls
+        for section, info in cls.model_fields.items():
+            model = info.annotation
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                if name in model.model_fields:
+                    return section, model
+        raise LookupError(f"no RunConfig field {name!r}")
 
     def digest(self) -> str:
         """A short sha256 of the canonical JSON of this configuration (recorded in reports)."""

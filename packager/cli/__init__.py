@@ -41,9 +41,7 @@ def main() -> None:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except Interrupted as exc:
-        from rich.console import Console
-
-        Console(stderr=True).print(f"{exc}; finished results are kept")
+        typer.echo(f"{exc}; finished results are kept", err=True)
         sys.exit(130)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

@@ -14,293 +14,134 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated, Any, ClassVar, get_type_hints
 
 import typer
 from pydantic import BaseModel
 
 from packager.adapters import History, Prebuilt, Prompt, PythonFallback
-from packager.config import ExecutorConfig, RunConfig
+from packager.config import CleanConfig, PublishConfig, RunConfig
 from packager.registry import ENGINES
 
-_REQUIRED = inspect.Parameter.empty
-_CONFIG = object()
-"""An option's default is its `RunConfig` field's (of the same name)."""
 
-
-def opt(*names: str, argument: bool = False, default: Any = _CONFIG, **kw: Any) -> Any:
-    """A group field: its typer option (or argument) and its default (`_REQUIRED`: none)."""
+def opt(*names: str, argument: bool = False, **kw: Any) -> Any:
+    """A group field: its typer option (or argument); default and help are its config field's."""
     info = typer.Argument(**kw) if argument else typer.Option(*names, **kw)
-    return dataclasses.field(metadata={"typer": info, "default": default})
+    return dataclasses.field(metadata={"typer": info})
 
 
 @dataclasses.dataclass(frozen=True)
 class OutFlag:
-    out: Path = opt("--out", "-o", help="Output folder.")
+    out: Path = opt("--out", "-o")
 
 
 @dataclasses.dataclass(frozen=True)
 class DatasetFlags:
-    dataset: str | None = opt(
-        "--dataset",
-        "-d",
-        help="Rows to read: 'samples' (default), a .jsonl/.json/.parquet file, a downloaded "
-        "dataset folder, or a hub id owner/name.",
-    )
-    split: str = opt("--split", help="Dataset split to read.")
+    dataset: str | None = opt("--dataset", "-d")
+    split: str = opt("--split")
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskPick:
-    tasks: list[str] | None = opt(argument=True, help="Instance ids to work on.")
-    all_tasks: bool = opt("--all", help="Work on every row of the dataset.")
+    tasks: list[str] | None = opt(argument=True)
+    all_tasks: bool = opt("--all")
 
 
 @dataclasses.dataclass(frozen=True)
 class ListFlags(DatasetFlags):
-    schema_name: str | None = opt(
-        "--schema", help="Skip schema detection: swebench, swe-rebench, ec-swe, pdl, sweeper."
-    )
-    recipes: Path | None = opt(
-        "--recipes",
-        help="YAML/JSON file of environments for rows that carry none (SWE-bench) or web-app "
-        "start commands (SWEeper): keys instance_id/case_id/slug, owner/name@version or "
-        "owner/name (most specific wins); values use SWE-rebench install_config keys.",
-    )
-    base_image: list[str] | None = opt(
-        "--base-image",
-        help="VERSION=IMAGE: the base image for recipes asking for that Python version (default: "
-        "the official python:VERSION-slim where the engine has or can pull it, else Debian's "
-        "python3: 3.9 bullseye, 3.11 bookworm, 3.13 trixie). Repeatable.",
-    )
+    schema_name: str | None = opt("--schema")
+    recipes: Path | None = opt("--recipes")
+    base_image: list[str] | None = opt("--base-image")
 
 
 @dataclasses.dataclass(frozen=True)
 class RowOptions(OutFlag, ListFlags, TaskPick):
     """The rows to work on and how they become tasks (every row-reading command)."""
 
-    repo_source: list[str] | None = opt(
-        "--repo-source",
-        help="OWNER/NAME=LOCATION or URL=LOCATION: read that repository from a local bare repo, "
-        "working copy or bundle instead of GitHub; or DIR, a folder of mirrors "
-        "(<dir>/<owner>/<name>.git, <dir>/<owner>+<name>, <dir>/<owner>__<name>.bundle, ...). "
-        "Repeatable.",
-    )
-    prebuilt: Prebuilt = opt(
-        "--prebuilt",
-        help="Published harness images: auto (a row's docker_image when the engine has it, else "
-        "its recipe), always (SWE-bench rows by the harness naming too), never.",
-    )
-    prompt: Prompt = opt(
-        "--prompt", help="SWEeper: the agent's instruction, scoped (task_scoped) or specified."
-    )
-    grader_entry: str | None = opt(
-        "--grader-entry",
-        help="EC-SWE: the scoring script's path among grader_files (default: the single "
-        "grader|grading|protected/{grade,grader,score,run_grader}.{py,sh}).",
-    )
-    history: History = opt(
-        "--history",
-        help="Repository history in the agent image: full (up to base_commit) or base-only (one "
-        "commit holding the base tree; for mirrors that lack history objects).",
-    )
-    id_filter: list[str] | None = opt(
-        "--filter",
-        help="Only rows whose id matches this glob (repeatable; any match counts), e.g. "
-        "'django__*'.",
-    )
-    repo_filter: list[str] | None = opt(
-        "--repo", help="Only rows of this repository, owner/name or a glob (repeatable)."
-    )
-    language: list[str] | None = opt(
-        "--language", help="Only rows in this language, e.g. python (repeatable)."
-    )
-    python_fallback: PythonFallback = opt(
-        "--python-fallback",
-        help="A Python version no image serves (no --base-image, no official image, not Debian's "
-        "3.9/3.11/3.13): nearest (use the nearest served version at or above it, recorded as "
-        "python_used) or never (refuse the row, exit 2).",
-    )
+    repo_source: list[str] | None = opt("--repo-source")
+    prebuilt: Prebuilt = opt("--prebuilt")
+    prompt: Prompt = opt("--prompt")
+    grader_entry: str | None = opt("--grader-entry")
+    history: History = opt("--history")
+    id_filter: list[str] | None = opt("--filter")
+    repo_filter: list[str] | None = opt("--repo")
+    language: list[str] | None = opt("--language")
+    python_fallback: PythonFallback = opt("--python-fallback")
 
 
 @dataclasses.dataclass(frozen=True)
 class WorkersFlags:
-    workers: int = opt("--workers", "-j", min=1, help="Tasks worked on at once.")
+    workers: int = opt("--workers", "-j", min=1)
 
 
 @dataclasses.dataclass(frozen=True)
 class BuildFlags:
-    ca_bundle: Path | None = opt(
-        "--ca-bundle",
-        exists=True,
-        dir_okay=False,
-        help="Extra CA bundle trusted inside builds (TLS-intercepting proxies).",
-    )
-    timeout: float = opt("--build-timeout", help="Seconds per image build.")
-    pull: bool = opt(
-        "--pull/--no-pull",
-        help="Let builds pull missing base images from a registry (default: fail fast).",
-    )
+    ca_bundle: Path | None = opt("--ca-bundle", exists=True, dir_okay=False)
+    timeout: float = opt("--build-timeout")
+    pull: bool = opt("--pull/--no-pull")
 
 
 @dataclasses.dataclass(frozen=True)
 class VerifyFlags:
-    oracle_runs: int = opt("--oracle-runs", min=1, help="Oracle runs per task.")
-    engine: str = opt(
-        "--engine",
-        metavar="|".join(ENGINES),
-        help="Verification engine: local (Docker SDK, seconds per run) or harbor (the real "
-        "`harbor run` in the pinned .harbor environment; `make harbor`).",
-    )
-    harbor_env: str | None = opt(
-        "--harbor-env",
-        metavar="NAME",
-        help="With --engine harbor: Harbor's environment type for the trials (`harbor run "
-        "--env`), default docker; e.g. daytona, modal or e2b for Harbor's cloud sandboxes "
-        "(docs/harbor.md).",
-    )
-    judge: str = opt(
-        "--judge",
-        help="Where a browser judge's model is (SWEeper tasks): env = the endpoint named by "
-        "PACKAGER_JUDGE_BASE_URL, PACKAGER_JUDGE_MODEL and PACKAGER_JUDGE_API_KEY (unset: the "
-        "task stops at needs_judge); replay = a local server replaying the sample's recorded "
-        "model turns (packager/samples/replays/<id>.yaml), started and stopped by this command.",
-    )
+    oracle_runs: int = opt("--oracle-runs", min=1)
+    engine: str = opt("--engine", metavar="|".join(ENGINES))
+    harbor_env: str | None = opt("--harbor-env", metavar="NAME")
+    judge: str = opt("--judge")
 
 
 @dataclasses.dataclass(frozen=True)
 class RerunFlags:
-    force: bool = opt(
-        "--force", help="Verify again tasks already verified for the same images (no resume)."
-    )
-    memory_mb: int | None = opt(
-        "--memory-mb",
-        min=16,
-        help="Memory limit of each agent and grader container, in MiB (no swap beyond it); a run "
-        "killed for memory is an infra_error.",
-    )
+    force: bool = opt("--force")
+    memory_mb: int | None = opt("--memory-mb", min=16)
 
 
 @dataclasses.dataclass(frozen=True)
 class PatchFlag:
-    patch: Path | None = opt(
-        "--patch",
-        exists=True,
-        dir_okay=False,
-        help="Grade this candidate patch instead; prints one JSON object.",
-    )
+    patch: Path | None = opt("--patch", exists=True, dir_okay=False)
 
 
 @dataclasses.dataclass(frozen=True)
 class ExecutorFlags:
-    name: str = opt(
-        "--executor",
-        metavar="local|ray",
-        help="Where each task's build, audit and verification run: local (this machine's Docker "
-        "engine, -j at once) or ray (one job per task on a Ray cluster, each on its node's Docker "
-        "engine; needs packager\\[ray]; docs/scale.md).",
-    )
-    ray_address: str | None = opt(
-        "--ray-address",
-        metavar="HOST:PORT",
-        help="With --executor ray: the cluster's head, as `ray start --head` prints it (default: "
-        "RAY_ADDRESS, else the cluster this machine belongs to).",
-    )
-    workers_per_node: int = opt(
-        "--workers-per-node",
-        min=1,
-        help="With --executor ray: at most this many jobs at once on each node (each asks Ray for "
-        "that share of the node's CPUs, so Ray itself holds the cap).",
-    )
-    registry: str | None = opt(
-        "--registry",
-        metavar="HOST[:PORT]/NAMESPACE",
-        help="With --executor ray: each job pushes its task's images there, and nodes pull from "
-        "it the base images their engine lacks (the driver pushes those first).",
-    )
-    shared_repos: bool = opt(
-        "--shared-repos",
-        help="With --executor ray: the repo sources (--repo-source paths and folders, the "
-        "dataset's bundles) are at the same paths on every node (a shared filesystem), so they "
-        "are not shipped through Ray's object store.",
-    )
+    name: str = opt("--executor", metavar="local|ray")
+    ray_address: str | None = opt("--ray-address", metavar="HOST:PORT")
+    workers_per_node: int = opt("--workers-per-node", min=1)
+    registry: str | None = opt("--registry", metavar="HOST[:PORT]/NAMESPACE")
+    shared_repos: bool = opt("--shared-repos")
 
 
 @dataclasses.dataclass(frozen=True)
 class QualityOn:
-    enabled: bool = opt(
-        "--quality",
-        help="Also check each verified task's quality (docs/quality.md): gold hunks the tests do "
-        "not need, and instruction leaks. Flags only, unless --strict-quality.",
-    )
+    enabled: bool = opt("--quality")
 
 
 @dataclasses.dataclass(frozen=True)
 class QualityFlags:
-    max_ablations: int = opt(
-        "--max-ablations",
-        min=1,
-        help="Quality: at most this many ablated variants of the gold patch per task (hunks are "
-        "grouped per file beyond it, every file covered).",
-    )
-    strict: bool = opt(
-        "--strict-quality",
-        help="Exit 1 when a task is flagged by the quality checks (else they only flag).",
-    )
+    max_ablations: int = opt("--max-ablations", min=1)
+    strict: bool = opt("--strict-quality")
 
 
 @dataclasses.dataclass(frozen=True)
 class PublishFlags:
-    registry: str = opt(
-        "--registry",
-        default=_REQUIRED,
-        help="Where the images go: HOST[:PORT]/NAMESPACE (a registry on loopback speaks plain "
-        "HTTP, as Docker allows there).",
-    )
-    dataset_repo: str | None = opt(
-        "--dataset-repo",
-        default=None,
-        help="A git repository (path or URL) to commit the release into, in the layout `harbor "
-        "run -d NAME@VERSION --registry-path <clone>/registry.json` resolves; a path that does "
-        "not exist becomes a new bare repository.",
-    )
-    branch: str | None = opt(
-        "--branch",
-        default=None,
-        help="The dataset repository's branch to commit the release on (default: the branch its "
-        "HEAD names, so a plain clone checks the release out).",
-    )
-    include_unverified: bool = opt(
-        "--include-unverified", default=False, help="Also publish tasks that are not verified."
-    )
-    name: str | None = opt("--name", default=None, help="Dataset name (default: the dataset's).")
-    version: str = opt("--version", default="1.0", help="Dataset version.")
-    executor: str = opt(
-        "--executor",
-        default=ExecutorConfig.model_fields["name"].default,
-        metavar="local|ray",
-        help="ray: the tasks were packaged with --executor ray and the same --registry, so their "
-        "images are already there (pushed by their jobs); no local engine is needed.",
-    )
+    """`publish`: its options' defaults and help are `PublishConfig`'s."""
+
+    config_model: ClassVar[type[BaseModel]] = PublishConfig
+    registry: str = opt("--registry")
+    dataset_repo: str | None = opt("--dataset-repo")
+    branch: str | None = opt("--branch")
+    include_unverified: bool = opt("--include-unverified")
+    name: str | None = opt("--name")
+    version: str = opt("--version")
+    executor: str = opt("--executor", metavar="local|ray")
 
 
 @dataclasses.dataclass(frozen=True)
 class CleanFlags:
-    keep_newest: int = opt(
-        "--keep-newest",
-        default=0,
-        min=0,
-        help="Keep the N newest images of each task and role (0: remove them all).",
-    )
-    task: str | None = opt(
-        "--task",
-        default=None,
-        help="Only images and containers of tasks matching this glob (the label packager.task, "
-        "e.g. 'samples/*').",
-    )
-    dry_run: bool = opt(
-        "--dry-run", default=False, help="Say what would be removed; remove nothing."
-    )
+    """`clean`: its options' defaults and help are `CleanConfig`'s."""
+
+    config_model: ClassVar[type[BaseModel]] = CleanConfig
+    keep_newest: int = opt("--keep-newest", min=0)
+    task: str | None = opt("--task")
+    dry_run: bool = opt("--dry-run")
 
 
 ConfigOpt = Annotated[
@@ -313,27 +154,32 @@ ConfigOpt = Annotated[
         "quality; keys as the options' names); options given here override it.",
     ),
 ]
-SECTIONS = {name: info.annotation for name, info in RunConfig.model_fields.items()}
-"""Each `RunConfig` section's model, by name (`out` is a top-level field)."""
 
 
-def _where(name: str) -> tuple[str | None, type[BaseModel]]:
-    """The `RunConfig` section (None: top level) and model of the field `name`."""
-    if name in RunConfig.model_fields:
-        return None, RunConfig
-    for section, model in SECTIONS.items():
-        if isinstance(model, type) and issubclass(model, BaseModel) and name in model.model_fields:
-            return section, model
-    raise LookupError(f"no RunConfig field {name!r}")
+def _field(group: type[Any], name: str) -> Any:
+    """The config field behind a group's option: of the group's `config_model`, else of the
+    `RunConfig` section holding `name`.
+    """
+    model = getattr(group, "config_model", None) or RunConfig.section_of(name)[1]
+    return model.model_fields[name]
 
 
-def _default(field: dataclasses.Field[Any]) -> Any:
-    """A field's default as typer shows it: its `RunConfig` field's (an empty tuple as None)."""
-    if field.metadata["default"] is not _CONFIG:
-        return field.metadata["default"]
-    _, model = _where(field.name)
-    value = model.model_fields[field.name].default
-    return None if value == () else value
+def _info(group: type[Any], field: dataclasses.Field[Any]) -> Any:
+    """A field's typer option, its help text taken from its config field's description
+    (written once there, where a `--config` file's keys are documented too) unless it has one.
+    """
+    info = field.metadata["typer"]
+    if info.help is None:
+        info.help = _field(group, field.name).description
+    return info
+
+
+def _default(group: type[Any], field: dataclasses.Field[Any]) -> Any:
+    """A field's default as typer shows it: its config field's (an empty tuple as None)."""
+    config_field = _field(group, field.name)
+    if config_field.is_required():
+        return inspect.Parameter.empty
+    return None if config_field.default == () else config_field.default
 
 
 def _flags(ctx: typer.Context, groups: tuple[type[Any], ...], values: dict[str, Any]) -> Any:
@@ -349,7 +195,7 @@ def _flags(ctx: typer.Context, groups: tuple[type[Any], ...], values: dict[str, 
             if value is None or (from_file and (source is None or source.name == "DEFAULT")):
                 continue
             value = tuple(value) if isinstance(value, list) else value
-            section = _where(f.name)[0]
+            section = RunConfig.section_of(f.name)[0]
             (flags if section is None else flags.setdefault(section, {}))[f.name] = value
     return flags
 
@@ -366,8 +212,8 @@ def with_options(
             inspect.Parameter(
                 f.name,
                 inspect.Parameter.KEYWORD_ONLY,
-                default=_default(f),
-                annotation=Annotated[get_type_hints(group)[f.name], f.metadata["typer"]],
+                default=_default(group, f),
+                annotation=Annotated[get_type_hints(group)[f.name], _info(group, f)],
             )
             for group in groups
             for f in dataclasses.fields(group)

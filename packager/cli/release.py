@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import typer
 
 from packager.cli import show
@@ -13,7 +15,7 @@ from packager.cli.options import (
     TaskPick,
     with_options,
 )
-from packager.config import ExecutorConfig
+from packager.config import PublishConfig
 from packager.errors import InputError
 from packager.run import driver
 
@@ -28,15 +30,8 @@ def publish_command(flags: PublishFlags, pick: TaskPick, data: DatasetFlags, out
     """
     if not pick.tasks and not pick.all_tasks:
         raise InputError("name TASK ids or pass --all")
-    if flags.branch is not None and flags.dataset_repo is None:
-        raise InputError("--branch names a branch of --dataset-repo: pass both")
-    ExecutorConfig(name=flags.executor)  # a known executor (exit 2)
-    report = driver.release(
-        out.out, data.dataset, data.split, pick.tasks or [], executor=flags.executor,
-        registry=flags.registry, include_unverified=flags.include_unverified,
-        dataset_repo=flags.dataset_repo, branch=flags.branch, name=flags.name,
-        version=flags.version,
-    )  # fmt: skip
+    config = PublishConfig(**dataclasses.asdict(flags))
+    report = driver.release(out.out, data.dataset, data.split, pick.tasks or [], config)
     for task in report.tasks:
         for image in task.images:
             state = "pushed" if image.pushed else "unchanged"

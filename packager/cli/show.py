@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 if TYPE_CHECKING:
     from packager.checks.quality import QualityReport
@@ -14,18 +18,7 @@ if TYPE_CHECKING:
     from packager.run.driver import RunOutcome
 
 
-def echo_quality(report: QualityReport) -> None:
-    from packager.checks.quality import summary_line
-
-    typer.echo("quality " + summary_line(report))
-    for reason in report.reasons:
-        typer.echo(f"  - {reason}")
-
-
 def print_table(results: list[TaskResult]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     from packager.release.report import HEADERS, table_rows
 
     table = Table(*HEADERS)
@@ -40,8 +33,6 @@ class ConsoleDisplay:
     """
 
     def __init__(self) -> None:
-        from rich.console import Console
-
         self.console = Console(stderr=True)
         self.progress: Any = None
         self.bars: list[Any] = []
@@ -50,31 +41,33 @@ class ConsoleDisplay:
         self.console.print(text, highlight=False, markup=False)
 
     def cached(self, cached: Sequence[tuple[TaskResult, Path]], total: int, todo: int) -> None:
-        if 0 < len(cached) <= 20:
-            for result, where in cached:
-                typer.echo(
-                    f"{result.instance_id}: {result.status} (cached: same images already "
-                    f"verified, {where}; --force reruns)"
-                )
-        if cached:
-            names = ", ".join(r.instance_id for r, _ in cached[:5])
-            more = f" and {len(cached) - 5} more" if len(cached) > 5 else ""
+        if not cached:
+            return
+        for result, where in cached if len(cached) <= 20 else ():
             typer.echo(
-                f"cached: {len(cached)} of {total} task(s) already verified with the same "
-                f"images and engine ({names}{more}); --force reruns them"
+                f"{result.instance_id}: {result.status} (cached: same images already "
+                f"verified, {where}; --force reruns)"
             )
-        if todo and cached:
+        names = ", ".join(r.instance_id for r, _ in cached[:5])
+        more = f" and {len(cached) - 5} more" if len(cached) > 5 else ""
+        typer.echo(
+            f"cached: {len(cached)} of {total} task(s) already verified with the same "
+            f"images and engine ({names}{more}); --force reruns them"
+        )
+        if todo:
             typer.echo(f"to do: {todo} task(s) changed, new or not verified before")
 
     def quality(self, report: QualityReport) -> None:
-        echo_quality(report)
+        from packager.checks.quality import summary_line
+
+        typer.echo("quality " + summary_line(report))
+        for reason in report.reasons:
+            typer.echo(f"  - {reason}")
 
     def skipped(self, task_id: str, status: str) -> None:
         typer.echo(f"{task_id}: skipped ({status}; `packager package` verifies it)")
 
     def start(self, total: int, verify: bool) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -108,20 +101,16 @@ def summary(outcome: RunOutcome, strict_quality: bool) -> None:
     """The table and the closing lines of a `build`/`package`/`verify` run."""
     results = outcome.results
     print_table(sorted(results, key=lambda r: r.instance_id))
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[result.status] = counts.get(result.status, 0) + 1
+    counts = collections.Counter(result.status for result in results)
     states = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     ran = len(results) - outcome.cached
     typer.echo(f"summary: {states} ({outcome.cached} cached, {ran} built or run now)")
     typer.echo(f"results: {outcome.results_dir}  report: {outcome.report} (and report.html)")
     if outcome.flagged:
-        typer.echo(
-            f"quality: {len(outcome.flagged)} task(s) flagged "
-            f"({', '.join(sorted(outcome.flagged))}); "
-            + (
-                "--strict-quality fails the run"
-                if strict_quality
-                else "not a failure without --strict-quality"
-            )
+        verdict = (
+            "--strict-quality fails the run"
+            if strict_quality
+            else "not a failure without --strict-quality"
         )
+        flagged = ", ".join(sorted(outcome.flagged))
+        typer.echo(f"quality: {len(outcome.flagged)} task(s) flagged ({flagged}); {verdict}")

@@ -9,26 +9,15 @@ from typing import NoReturn
 
 import typer
 
+from packager.cli import options as o
 from packager.cli import show
-from packager.cli.options import (
-    BuildFlags,
-    ExecutorFlags,
-    ListFlags,
-    PatchFlag,
-    QualityFlags,
-    QualityOn,
-    RerunFlags,
-    RowOptions,
-    VerifyFlags,
-    WorkersFlags,
-    with_options,
-)
+from packager.cli.options import with_options
 from packager.config import RunConfig
 from packager.run import driver
 
 
-@with_options(ListFlags, config=False)
-def list_command(rows: ListFlags) -> None:
+@with_options(o.ListFlags, config=False)
+def list_command(rows: o.ListFlags) -> None:
     """List the rows of a dataset: instance id, schema, language, and where the row's
     environment comes from (a recipe, its install_config, the SWE-bench harness's spec, a
     published image) with the Python it asks for and the one it gets.
@@ -39,7 +28,7 @@ def list_command(rows: ListFlags) -> None:
         typer.echo("\t".join(line))
 
 
-@with_options(RowOptions)
+@with_options(o.RowOptions)
 def render_command(config: RunConfig) -> None:
     """Write Harbor task folders, HUD environment sources and oracle/nop manifests.
 
@@ -55,21 +44,21 @@ def _package(config: RunConfig, *, verify: bool) -> NoReturn:
     raise typer.Exit(outcome.exit_code(config.quality.strict))
 
 
-@with_options(RowOptions, WorkersFlags, BuildFlags)
+@with_options(o.RowOptions, o.WorkersFlags, o.BuildFlags)
 def build_command(config: RunConfig) -> None:
     """Render, then build each task's agent image and grader image (cached by content hash)."""
     _package(config, verify=False)
 
 
 @with_options(
-    RowOptions,
-    WorkersFlags,
-    BuildFlags,
-    VerifyFlags,
-    RerunFlags,
-    ExecutorFlags,
-    QualityOn,
-    QualityFlags,
+    o.RowOptions,
+    o.WorkersFlags,
+    o.BuildFlags,
+    o.VerifyFlags,
+    o.RerunFlags,
+    o.ExecutorFlags,
+    o.QualityOn,
+    o.QualityFlags,
 )
 def package_command(config: RunConfig) -> None:
     """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0).
@@ -79,7 +68,9 @@ def package_command(config: RunConfig) -> None:
     _package(config, verify=True)
 
 
-@with_options(RowOptions, WorkersFlags, VerifyFlags, RerunFlags, ExecutorFlags, PatchFlag)
+@with_options(
+    o.RowOptions, o.WorkersFlags, o.VerifyFlags, o.RerunFlags, o.ExecutorFlags, o.PatchFlag
+)
 def verify_command(config: RunConfig) -> None:
     """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
     if config.verify.patch is None:
@@ -89,7 +80,7 @@ def verify_command(config: RunConfig) -> None:
     raise typer.Exit(0 if run["reward"] is not None else 1)
 
 
-@with_options(RowOptions)
+@with_options(o.RowOptions)
 def audit_command(config: RunConfig) -> None:
     """Inspect every layer and git object of built agent images for leaks (exit 1 on a leak).
 
@@ -105,7 +96,7 @@ def audit_command(config: RunConfig) -> None:
     raise typer.Exit(1 if leaks else 0)
 
 
-@with_options(RowOptions, QualityFlags, RerunFlags)
+@with_options(o.RowOptions, o.QualityFlags, o.RerunFlags)
 def quality_command(config: RunConfig) -> None:
     """Check verified tasks beyond gold and nop (docs/quality.md): grade the gold patch with
     each hunk left out (a hunk whose removal still scores 1.0 is not needed by the tests), and

@@ -19,7 +19,7 @@ from packager.errors import InputError, PackagerError
 if TYPE_CHECKING:
     from packager.checks.audit import AuditReport
     from packager.checks.quality import QualityReport
-    from packager.config import RunConfig, SelectionConfig
+    from packager.config import PublishConfig, RunConfig, SelectionConfig
     from packager.executors import Executor, Job
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
@@ -505,25 +505,22 @@ def write_report(paths: OutputPaths) -> Path:
 
 
 def release(
-    out: Path,
-    dataset: str | None,
-    split: str,
-    ids: Sequence[str],
-    *,
-    executor: str,
-    registry: str,
-    **options: Any,
+    out: Path, dataset: str | None, split: str, ids: Sequence[str], config: PublishConfig
 ) -> PublishReport:
     """Publish the saved results of `ids` (all when empty): with the local executor from this
     machine's engine, with Ray from the registry the jobs pushed to (and the engine if any).
     """
     from packager.release.publish import Registry, publish, select
 
-    where = Registry.parse(registry)
+    where = Registry.parse(config.registry)
     paths, results = saved_results(out, dataset, split)
     chosen = select(results, ids, paths.base / "results")
-    client = connect() if executor == "local" else local_engine_or_none()
-    return publish(client, paths, chosen, registry=where, **options)
+    client = connect() if config.executor == "local" else local_engine_or_none()
+    return publish(
+        client, paths, chosen, registry=where, include_unverified=config.include_unverified,
+        dataset_repo=config.dataset_repo, branch=config.branch, name=config.name,
+        version=config.version,
+    )  # fmt: skip
 
 
 def clean_engine(

@@ -105,3 +105,38 @@ def test_cli_config_file_under_the_flags(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert f"{file}: selection.colour: Extra inputs are not permitted" in bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_every_option_takes_its_help_and_default_from_a_config_field() -> None:
+    import typer.main
+
+    from packager.cli import app
+    from packager.config import CleanConfig, PublishConfig
+
+    models = [CleanConfig, PublishConfig, RunConfig]
+    models += [RunConfig.section_of(n)[1] for n in ("tasks", "workers", "engine", "name", "strict")]
+    described = {
+        (name, info.description) for model in models for name, info in model.model_fields.items()
+    }
+    group = typer.main.get_command(app)
+    checked = 0
+    for command in group.commands.values():  # type: ignore[attr-defined]
+        for param in command.params:
+            if param.param_type_name == "option" and param.name not in ("config", "help"):
+                assert param.help, (command.name, param.name)
+                assert (param.name, param.help) in described, (command.name, param.name)
+                checked += 1
+    assert checked > 80
+
+
+def test_publish_and_clean_options_are_checked_like_a_run() -> None:
+    from packager.config import CleanConfig, PublishConfig
+
+    with pytest.raises(InputError, match="--branch names a branch of --dataset-repo"):
+        PublishConfig(registry="localhost:5000/ns", branch="release")
+    with pytest.raises(InputError, match=r"unknown executor 'slurm' \(available: local, ray\)"):
+        PublishConfig(registry="localhost:5000/ns", executor="slurm")
+    assert PublishConfig(registry="localhost:5000/ns").version == "1.0"
+    assert CleanConfig().keep_newest == 0
+    done = run_cli("publish", "--all", "--registry", "localhost:5000/ns", "--branch", "b")
+    assert done.returncode == 2 and "--branch names a branch of --dataset-repo" in done.stderr
