@@ -497,15 +497,11 @@ def unpack_files(blob: bytes, base: Path) -> None:
 
 def bundle_bytes(git_dir: Path) -> bytes:
     """Every ref and object of a git directory as one git bundle."""
-    import subprocess
+    from packager.repos.git import run_git
 
     with tempfile.TemporaryDirectory(prefix="packager-bundle-") as tmp:
         out = Path(tmp) / "repo.bundle"
-        proc = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "bundle", "create", str(out), "--all"],
-            capture_output=True,
-            check=False,
-        )
+        proc = run_git(f"--git-dir={git_dir}", "bundle", "create", str(out), "--all")
         if proc.returncode != 0:
             from packager.errors import RepoSourceError
 

@@ -309,6 +309,8 @@ def merge_registry(existing: Any, entry: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def _git(args: Sequence[str], cwd: Path) -> str:
+    # Not repos.git's environment: pushing may need the user's own git configuration
+    # (credential helpers, URL rewrites), which that environment leaves out on purpose.
     proc = subprocess.run(
         ["git", *args],
         cwd=cwd,

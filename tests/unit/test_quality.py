@@ -27,6 +27,7 @@ from packager.checks.quality import (
     is_trivial_line,
     quality_path,
     run_quality,
+    skipped,
     split_hunks,
     write_quality,
 )
@@ -181,7 +182,7 @@ def test_split_hunks_reads_every_kind_of_file_section(repo: tuple[Path, str, str
         "q.sql",
         "tail.txt",
     }
-    assert files["data.bin"].binary and files["data.bin"].skipped == "binary"
+    assert files["data.bin"].binary and skipped(files["data.bin"]) == "binary"
     assert [(h.old_start, h.old_len, h.new_start, h.new_len) for h in files["pkg/a.py"].hunks] == [
         (1, 6, 1, 7),
         (27, 7, 28, 7),
@@ -249,7 +250,7 @@ def test_text_outside_sections_is_kept() -> None:
 
 
 def _units(patch: str) -> set[tuple[int, int]]:
-    return {(f.index, h) for f in split_hunks(patch) if not f.skipped for h in range(len(f.hunks))}
+    return {(f.index, h) for f in split_hunks(patch) if not skipped(f) for h in range(len(f.hunks))}
 
 
 @pytest.mark.parametrize("budget", [1, 2, 3, 5, 7, 8, 12])

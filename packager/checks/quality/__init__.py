@@ -31,7 +31,7 @@ from packager.checks.quality.ablation import (
     ablation_plan,
 )
 from packager.checks.quality.base import base_lookup, base_tree_names, files_names
-from packager.checks.quality.hunks import FileDiff, FileStatus, Hunk, split_hunks
+from packager.checks.quality.hunks import skipped, split_hunks
 from packager.checks.quality.leaks import Leak, LeakKind, instruction_leaks, is_trivial_line
 from packager.checks.quality.report import (
     QUALITY_VERSION,
@@ -50,6 +50,7 @@ from packager.checks.quality.report import (
     write_quality,
 )
 from packager.checks.quality.run import candidate_bytes, run_quality
+from packager.diffs import FileDiff, FileStatus, Hunk
 
 __all__ = [
     "MAX_ABLATIONS_DEFAULT",
@@ -79,6 +80,7 @@ __all__ = [
     "quality_path",
     "read_quality",
     "run_quality",
+    "skipped",
     "split_hunks",
     "summary_line",
     "to_json",

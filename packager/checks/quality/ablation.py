@@ -7,15 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from packager.checks.quality.hunks import (
-    _HUNK_HEADER,
-    FileDiff,
-    Hunk,
-    _Junk,
-    _lines,
-    _sections,
-    split_hunks,
-)
+from packager.checks.quality.hunks import skipped, split_hunks
+from packager.diffs import HUNK_HEADER, FileDiff, Hunk, Junk, parse_diff, split_lines
 
 MAX_ABLATIONS_DEFAULT = 12
 
@@ -43,7 +36,7 @@ def ablation_plan(patch: str, max_ablations: int = MAX_ABLATIONS_DEFAULT) -> lis
     """
     if max_ablations < 1:
         raise ValueError("max_ablations must be at least 1")
-    files = [f for f in split_hunks(patch) if f.skipped is None]
+    files = [f for f in split_hunks(patch) if skipped(f) is None]
     units = [(f.index, h) for f in files for h in range(len(f.hunks))]
     groups: list[list[tuple[int, int]]]
     if len(units) <= max_ablations:
@@ -83,7 +76,7 @@ def _renumbered(hunk: Hunk, shift: int) -> str:
     if shift == 0:
         return hunk.text
     first, _, rest = hunk.text.partition("\n")
-    match = _HUNK_HEADER.match(first)
+    match = HUNK_HEADER.match(first)
     assert match is not None
     old = match.group(1) + (f",{match.group(2)}" if match.group(2) is not None else "")
     new = str(hunk.new_start + shift) + (f",{match.group(4)}" if match.group(4) is not None else "")
@@ -95,11 +88,11 @@ def _without_hunks(section: FileDiff, drop: set[int]) -> str:
     if not drop:
         return section.text
     if len(drop) == len(section.hunks):
-        if section.status == "renamed" or section.mode_change:
+        if section.status in ("renamed", "copied") or section.mode_change:
             # Keep the rename or mode change itself: its git header without the content lines.
             keep = [
                 line
-                for line in _lines(section.header)
+                for line in split_lines(section.header)
                 if not line.startswith(("--- ", "+++ ", "index "))
             ]
             return "".join(keep)
@@ -123,8 +116,8 @@ def ablated_patch(patch: str, ablation: Ablation) -> str:
     for f, h in ablation.removes:
         drop.setdefault(f, set()).add(h)
     out: list[str] = []
-    for section in _sections(patch):
-        if isinstance(section, _Junk):
+    for section in parse_diff(patch).sections:
+        if isinstance(section, Junk):
             out.append(section.text)
         else:
             out.append(_without_hunks(section, drop.get(section.index, set())))

@@ -19,7 +19,7 @@ from packager.checks.quality.ablation import (
     ablation_plan,
 )
 from packager.checks.quality.base import base_lookup
-from packager.checks.quality.hunks import FileDiff, split_hunks
+from packager.checks.quality.hunks import skipped, split_hunks
 from packager.checks.quality.leaks import Leak, instruction_leaks
 from packager.checks.quality.report import (
     AblationRun,
@@ -30,6 +30,7 @@ from packager.checks.quality.report import (
     SkippedFile,
     patch_digest,
 )
+from packager.diffs import FileDiff
 from packager.errors import InputError
 from packager.run.patch import grade_patch
 
@@ -265,7 +266,9 @@ def run_quality(
         hunks=tuple(hunks),
         covered=sum(1 for h in hunks if h.covered) if done.status == "done" else None,
         total=len(hunks),
-        skipped_files=tuple(SkippedFile(file=f.path, reason=f.skipped) for f in files if f.skipped),
+        skipped_files=tuple(
+            SkippedFile(file=f.path, reason=reason) for f in files if (reason := skipped(f))
+        ),
         leaks=tuple(leaks),
         ladder=(
             _ladder(spec, done.control, done.runs) if spec.provenance.schema_name == "pdl" else None
