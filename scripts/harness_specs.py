@@ -14,7 +14,7 @@ more): the two parent packages are stood in for by empty namespaces. The reposit
 parser tables are read from the parser modules' source (`ast`), not imported (their imports
 need the whole harness): each `MAP_REPO_TO_PARSER_*` dict literal, names as the harness wrote
 them.
-tests/unit/test_harness_specs.py asserts the shipped file equals what this script writes.
+tests/unit/datasets/test_harness_specs.py asserts the shipped file equals what this script writes.
 """
 
 from __future__ import annotations

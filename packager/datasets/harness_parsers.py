@@ -4,7 +4,8 @@ A row (or its recipe) names the harness parser its FAIL_TO_PASS/PASS_TO_PASS ids
 by: a key of ``swebench.harness.log_parsers.PARSER_REGISTRY`` (swebench 5.0.2), or one of the
 short names this project already used. ``runtime_parser`` turns it into the name of a parser of
 ``packager.grading.parsers.PARSERS``, one whose status map on the same log agrees with the
-harness parser's (tests/unit/test_harness_parity.py feeds both the same logs). Pure: no I/O.
+harness parser's (tests/unit/datasets/test_harness_parity.py feeds both the same logs). Pure: no
+I/O.
 """
 
 from __future__ import annotations

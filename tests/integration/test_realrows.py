@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from tests.unit.test_harness_parity import SpecStandIn, _load_harness
+from tests.unit.datasets.test_harness_parity import SpecStandIn, _load_harness
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -30,7 +30,7 @@ from packager.judge.replay import (
     skeleton,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 STATE = """\
 <page_stats>1 links, 6 interactive</page_stats>

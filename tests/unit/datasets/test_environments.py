@@ -173,7 +173,7 @@ def test_a_python_substitution_shows_in_the_table_and_report() -> None:
 
 # ---------------------------------------------------------------- rows with no configuration
 
-VERIFIED = Path(__file__).parent / "data" / "swebench-verified-4.jsonl"
+VERIFIED = Path(__file__).parents[1] / "data" / "swebench-verified-4.jsonl"
 """Four SWE-bench Verified rows exactly as published (rese1f/terminal-bench-datasets,
 datasets/swebench-verified/<id>/tests/config.json), Verified's `difficulty` column included."""
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from packager.grading import grade, parsers
-from tests.unit.test_grading_runtime import (
+from tests.unit.grading.test_grading_runtime import (
     CALC_BUGGY,
     CALC_FIXED,
     F2P,
@@ -18,7 +18,7 @@ from tests.unit.test_grading_runtime import (
     Task,
 )
 
-DATA = Path(__file__).parent / "data" / "grading"
+DATA = Path(__file__).parents[1] / "data" / "grading"
 
 
 def read(name: str) -> str:
@@ -273,7 +273,7 @@ def test_gotest_trusted_drops_packages_without_their_canary() -> None:
 
 # ------------------------------------------------------- SWE-bench harness parser variants
 
-HARNESS_DATA = Path(__file__).parent / "data" / "harness"
+HARNESS_DATA = Path(__file__).parents[1] / "data" / "harness"
 
 
 def read_harness(name: str) -> str:

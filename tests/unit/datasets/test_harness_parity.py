@@ -30,7 +30,7 @@ import pytest
 from packager.datasets import harness_parsers
 from packager.grading import parsers, rules
 
-DATA = Path(__file__).parent / "data" / "harness"
+DATA = Path(__file__).parents[1] / "data" / "harness"
 SWEBENCH_VERSION = "5.0.2"
 INSTALL_HINT = "pip install --no-deps -r requirements-test.txt (`make install` does it)"
 

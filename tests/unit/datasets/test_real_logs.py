@@ -21,9 +21,9 @@ import pytest
 from packager.datasets import harness_parsers
 from packager.datasets.harness_specs import tables
 from packager.grading import parsers, rules
-from tests.unit.test_harness_parity import Harness, SpecStandIn, _load_harness
+from tests.unit.datasets.test_harness_parity import Harness, SpecStandIn, _load_harness
 
-DATA = Path(__file__).parent / "data" / "real"
+DATA = Path(__file__).parents[1] / "data" / "real"
 ROWS = sorted(p.name for p in DATA.iterdir() if (p / "row.json").is_file())
 
 

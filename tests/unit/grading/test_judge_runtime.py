@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from packager.grading import grade, judge
-from tests.unit.test_grading_runtime import Task
+from tests.unit.grading.test_grading_runtime import Task
 
 PY = shlex.quote(sys.executable)
 JUDGE_VARS = (judge.ENV_BASE_URL, judge.ENV_MODEL, judge.ENV_API_KEY)
