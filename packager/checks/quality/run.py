@@ -196,6 +196,11 @@ def _reasons(hunks: Sequence[HunkResult], leaks: Sequence[Leak]) -> list[str]:
     return reasons
 
 
+def _skipped_files(files: Sequence[FileDiff]) -> tuple[SkippedFile, ...]:
+    """The gold patch's sections that nothing can be ablated from, and why."""
+    return tuple(SkippedFile(file=f.path, reason=why) for f in files if (why := skipped(f)))
+
+
 def run_quality(
     client: DockerClient,
     spec: TaskSpec,
@@ -266,9 +271,7 @@ def run_quality(
         hunks=tuple(hunks),
         covered=sum(1 for h in hunks if h.covered) if done.status == "done" else None,
         total=len(hunks),
-        skipped_files=tuple(
-            SkippedFile(file=f.path, reason=reason) for f in files if (reason := skipped(f))
-        ),
+        skipped_files=_skipped_files(files),
         leaks=tuple(leaks),
         ladder=(
             _ladder(spec, done.control, done.runs) if spec.provenance.schema_name == "pdl" else None
