@@ -24,8 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from packager.adapters import History, Prebuilt, Prompt, PythonFallback
 from packager.errors import InputError, PackagerError
+from packager.registry import History, Prebuilt, Prompt, PythonFallback
 
 PARTIAL = "partial"
 """Validation context flag: a file on its own, before the command line completes it (checks
@@ -153,6 +153,10 @@ class BuildConfig(_Section):
         False,
         description=("Let builds pull missing base images from a registry (default: fail fast)."),
     )
+
+
+BUILD_TIMEOUT_SEC: float = BuildConfig.model_fields["timeout"].default
+"""Seconds an image build may take unless told: also Harbor's `build_timeout_sec` in task.toml."""
 
 
 class VerifyConfig(_Section):

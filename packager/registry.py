@@ -1,4 +1,6 @@
-"""The one registry shape: what can be chosen by name (engines, executors, dataset schemas).
+"""The one registry shape: what can be chosen by name (engines, executors, dataset schemas),
+and the closed choices of row options (`--prebuilt`, `--prompt`, `--history`,
+`--python-fallback`).
 
 Each choice is a StrEnum (so typer lists and checks the values, and code compares members, not
 loose strings) and a table from member to an `Entry`: the `module:attribute` that implements it,
@@ -13,7 +15,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from packager.errors import InputError
 
@@ -77,6 +79,16 @@ SCHEMAS: Mapping[SchemaName, Entry] = {
     ),
 }
 """In detection order: most specific first (the first whose markers a row has wins)."""
+
+Prebuilt = Literal["auto", "always", "never"]
+"""`--prebuilt` (typer checks a Literal's choices itself; adapters read them)."""
+Prompt = Literal["scoped", "specified"]
+"""`--prompt`."""
+History = Literal["full", "base-only"]
+"""`--history`."""
+PythonFallback = Literal["nearest", "never"]
+"""`--python-fallback`."""
+
 
 E = TypeVar("E", bound=StrEnum)
 

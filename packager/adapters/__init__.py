@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from packager.datasets.recipes import Recipes
 from packager.errors import DatasetError, RowError
 from packager.models.spec import TaskSpec
-from packager.registry import SCHEMAS, SchemaName, load, parse
-
-Prebuilt = Literal["auto", "always", "never"]
-"""`--prebuilt` (typer checks a Literal's choices itself)."""
-Prompt = Literal["scoped", "specified"]
-"""`--prompt`."""
-History = Literal["full", "base-only"]
-"""`--history`."""
-PythonFallback = Literal["nearest", "never"]
-"""`--python-fallback`."""
+from packager.registry import (
+    SCHEMAS,
+    History,
+    Prebuilt,
+    Prompt,
+    PythonFallback,
+    SchemaName,
+    load,
+    parse,
+)
 
 
 @dataclass(frozen=True)

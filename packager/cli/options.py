@@ -19,9 +19,8 @@ from typing import Annotated, Any, ClassVar, get_type_hints
 import typer
 from pydantic import BaseModel
 
-from packager.adapters import History, Prebuilt, Prompt, PythonFallback
 from packager.config import CleanConfig, PublishConfig, RunConfig
-from packager.registry import ENGINES
+from packager.registry import ENGINES, History, Prebuilt, Prompt, PythonFallback
 
 
 def opt(*names: str, argument: bool = False, **kw: Any) -> Any:
@@ -213,9 +212,10 @@ def with_options(
                 f.name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=_default(group, f),
-                annotation=Annotated[get_type_hints(group)[f.name], _info(group, f)],
+                annotation=Annotated[hints[f.name], _info(group, f)],
             )
             for group in groups
+            for hints in [get_type_hints(group)]
             for f in dataclasses.fields(group)
         ]
         if config:

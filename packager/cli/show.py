@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 if TYPE_CHECKING:
     from packager.checks.quality import QualityReport
@@ -19,6 +16,9 @@ if TYPE_CHECKING:
 
 
 def print_table(results: list[TaskResult]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     from packager.release.report import HEADERS, table_rows
 
     table = Table(*HEADERS)
@@ -33,6 +33,8 @@ class ConsoleDisplay:
     """
 
     def __init__(self) -> None:
+        from rich.console import Console
+
         self.console = Console(stderr=True)
         self.progress: Any = None
         self.bars: list[Any] = []
@@ -68,6 +70,8 @@ class ConsoleDisplay:
         typer.echo(f"{task_id}: skipped ({status}; `packager package` verifies it)")
 
     def start(self, total: int, verify: bool) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from packager.engines import DEFAULT_ENVIRONMENT
 from packager.errors import InputError, PackagerError
 from packager.registry import EXECUTORS, ExecutorName, load, parse
 
@@ -40,7 +41,7 @@ class Job:
     oracle_runs: int
     memory_mb: int | None = None
     engine: str = "local"
-    harbor_env: str = "docker"
+    harbor_env: str = DEFAULT_ENVIRONMENT
     judge_env: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import tomli_w
 import yaml
 
+from packager.config import BUILD_TIMEOUT_SEC
 from packager.judge.endpoint import HOST_ALIAS, JUDGE_ENV
 from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.models.spec import Environment, TaskSpec
@@ -62,7 +63,6 @@ sys.exit(grade.main())
 _ARCHIVE_TIME = (1980, 1, 1, 0, 0, 0)
 """The earliest time a zip entry can carry: the archive's bytes never depend on the clock."""
 SNAPSHOT_FILE = "repo.tar"
-DEFAULT_BUILD_TIMEOUT = 1800.0
 TASK_ORG = "packager"
 
 RUN_ID_VARIABLE = "PACKAGER_RUN_ID"
@@ -405,7 +405,7 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
         },
         "agent": {"timeout_sec": float(spec.agent_timeout_sec)},
         "environment": {
-            "build_timeout_sec": DEFAULT_BUILD_TIMEOUT,
+            "build_timeout_sec": BUILD_TIMEOUT_SEC,
             "docker_image": agent_image,
             "workdir": spec.repo.workdir,
         },

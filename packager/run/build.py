@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from packager.config import BUILD_TIMEOUT_SEC
 from packager.errors import RowError
 from packager.models.spec import TaskSpec
 from packager.run.environment import ensure_environment
@@ -113,7 +114,7 @@ class BuildOutcome:
 class BuildOptions:
     """Knobs of the build stage."""
 
-    timeout_sec: float = 1800.0
+    timeout_sec: float = BUILD_TIMEOUT_SEC
     ca_bundle: Path | None = None
     pull: bool = False
     """Let the engine pull missing base images; off by default, so a missing base fails fast."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from packager.engines import DEFAULT_ENVIRONMENT
 from packager.errors import RowError
 from packager.models.spec import TaskSpec
 from packager.run.build import (
@@ -259,7 +260,7 @@ def run_stage(
     memory_mb: int | None = None,
     engine: str = "local",
     judge_env: Mapping[str, str] | None = None,
-    harbor_env: str = "docker",
+    harbor_env: str = DEFAULT_ENVIRONMENT,
 ) -> TaskResult:
     """Oracle and nop runs of a built task by the engine named `engine` (`packager.engines`),
     its trials in environments of type `harbor_env` (Harbor's `--env`; only `docker` for the

@@ -11,11 +11,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from packager.adapters import Context, Prebuilt, Prompt, row_id, to_spec
+from packager.adapters import Context, row_id, to_spec
 from packager.datasets.recipes import Recipes
 from packager.datasets.sources import DatasetSource, iter_rows
 from packager.errors import PackagerError, RowError, UnknownTasksError
 from packager.models.spec import TaskSpec
+from packager.registry import Prebuilt, Prompt
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from packager.checks.quality.hunks import skipped, split_hunks
+from packager.config import QualityConfig
 from packager.diffs import HUNK_HEADER, FileDiff, Hunk, Junk, parse_diff, split_lines
 
-MAX_ABLATIONS_DEFAULT = 12
+MAX_ABLATIONS_DEFAULT: int = QualityConfig.model_fields["max_ablations"].default
+"""`--max-ablations`' default, written once on its config field."""
 
 
 @dataclass(frozen=True)
