@@ -33,7 +33,11 @@ between fields wait for the whole)."""
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """A section of the configuration; its validators are built on first use (so `--help`
+    needs none).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def _whole(info: ValidationInfo) -> bool:
