@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import collections
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 MODULE_LIMIT = 800
@@ -67,20 +68,34 @@ def _handlers(tree: ast.AST, name: str) -> int:
     return count
 
 
-def main(root: Path) -> None:
-    """Print the measures for the checkout at `root`."""
+@dataclass
+class Measures:
+    """The architecture's size measures of one checkout."""
+
+    big_modules: list[tuple[int, str]]
+    long_functions: list[tuple[int, str]]
+    cli_lines: int
+    cli_files: int
+    repeated_flags: dict[str, int]
+    repeated_parameters: int
+    handlers: int
+    tests: int
+
+
+def measure(root: Path) -> Measures:
+    """Read the measures of the checkout at `root`."""
     package = root / "packager"
     big, long_functions = [], []
     for path in _python_files(package):
         text = path.read_text(encoding="utf-8")
-        lines = len(text.splitlines())
-        if lines > MODULE_LIMIT:
-            big.append((lines, path.relative_to(root)))
+        where = str(path.relative_to(root))
+        if len(text.splitlines()) > MODULE_LIMIT:
+            big.append((len(text.splitlines()), where))
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > FUNCTION_LIMIT:
-                    long_functions.append((length, f"{path.relative_to(root)}:{node.name}"))
+                    long_functions.append((length, f"{where}:{node.name}"))
     cli = package / "cli"
     cli_files = _python_files(cli) if cli.is_dir() else [package / "cli.py"]
     cli_lines, flags, handlers, repeats = 0, collections.Counter[str](), 0, 0
@@ -96,18 +111,27 @@ def main(root: Path) -> None:
         for path in _python_files(root / "tests")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
     )
-    print(f"modules over {MODULE_LIMIT} lines: {len(big)}")
-    for lines, where in sorted(big, reverse=True):
-        print(f"  {lines:5d}  {where}")
-    print(f"functions over {FUNCTION_LIMIT} lines: {len(long_functions)}")
-    for length, where in sorted(long_functions, reverse=True):
-        print(f"  {length:5d}  {where}")
     repeated = {flag: n for flag, n in flags.items() if n > 1}
-    print(f"cli: {cli_lines} lines in {len(cli_files)} file(s)")
-    print(f"cli: option flags declared more than once: {len(repeated)} {sorted(repeated)}")
-    print(f"cli: command parameters repeating another command's option: {repeats}")
-    print(f"cli: `except PackagerError` handlers: {handlers}")
-    print(f"test functions: {tests}")
+    return Measures(
+        sorted(big, reverse=True), sorted(long_functions, reverse=True), cli_lines,
+        len(cli_files), repeated, repeats, handlers, tests,
+    )  # fmt: skip
+
+
+def main(root: Path) -> None:
+    """Print the measures for the checkout at `root`."""
+    m = measure(root)
+    print(f"modules over {MODULE_LIMIT} lines: {len(m.big_modules)}")
+    for lines, where in m.big_modules:
+        print(f"  {lines:5d}  {where}")
+    print(f"functions over {FUNCTION_LIMIT} lines: {len(m.long_functions)}")
+    for length, where in m.long_functions:
+        print(f"  {length:5d}  {where}")
+    print(f"cli: {m.cli_lines} lines in {m.cli_files} file(s)")
+    print(f"cli: option flags declared more than once: {len(m.repeated_flags)}")
+    print(f"cli: command parameters repeating another command's option: {m.repeated_parameters}")
+    print(f"cli: `except PackagerError` handlers: {m.handlers}")
+    print(f"test functions: {m.tests}")
 
 
 if __name__ == "__main__":
