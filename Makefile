@@ -17,7 +17,7 @@ help:
 	@echo "make test                         the whole test suite, Docker end-to-end included"
 	@echo "make check                        ruff, mypy and the tests"
 	@echo "make golden                       rewrite the golden render trees (never in CI)"
-	@echo "make specs                        regenerate packager/harness_specs.json (swebench 4.1.0)"
+	@echo "make specs                        regenerate packager/datasets/harness_specs.json (swebench 4.1.0)"
 	@echo "make harbor                       the pinned Harbor 0.25 environment in .harbor/"
 	@echo "make hud                          the pinned HUD SDK (hud 0.6.21) in .hud/"
 
@@ -64,7 +64,7 @@ check: lint typecheck test
 golden: install
 	$(BIN)/python -m tests.golden.regenerate
 
-# Regenerate packager/harness_specs.json from the pinned swebench release (never by hand).
+# Regenerate packager/datasets/harness_specs.json from the pinned swebench release (never by hand).
 specs: install
 	$(BIN)/python scripts/harness_specs.py
 

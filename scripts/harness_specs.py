@@ -1,4 +1,4 @@
-"""Write packager/harness_specs.json from the SWE-bench harness's own constants.
+"""Write packager/datasets/harness_specs.json from the SWE-bench harness's own constants.
 
 The harness's per-repository, per-version environment specs (`MAP_REPO_VERSION_TO_SPECS`) and
 the per-repository tables beside them (requirement and environment.yml paths, install
@@ -29,7 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT / ".venv" / "swebench-4.1.0"
-DEFAULT_OUT = ROOT / "packager" / "harness_specs.json"
+DEFAULT_OUT = ROOT / "packager" / "datasets" / "harness_specs.json"
 RELEASE = "swebench==4.1.0"
 
 

@@ -4,8 +4,8 @@ harness rule.
 
 The rows (marshmallow-code__marshmallow-1343, version 2.20; -1359, version 3.0) carry no
 environment and no `--recipes` is given: the SWE-bench harness's own spec for
-`marshmallow-code/marshmallow@<version>` (shipped in packager/harness_specs.json) serves them,
-with the Python it names (3.9, Debian bullseye's python3). Their repository comes from the
+`marshmallow-code/marshmallow@<version>` (shipped in packager/datasets/harness_specs.json) serves
+them, with the Python it names (3.9, Debian bullseye's python3). Their repository comes from the
 upstream bundle beside the rows. Builds install with pip, which needs the host's CA bundle
 inside builds here (`--ca-bundle`).
 The harness rule, checked with swebench's own parser and grading functions on the very test

@@ -1,4 +1,4 @@
-"""The SWE-bench harness's environment specs shipped in packager/harness_specs.json are the
+"""The SWE-bench harness's environment specs shipped in packager/datasets/harness_specs.json are the
 pinned release's own (swebench 4.1.0, installed test-only into .venv/swebench-4.1.0 by
 `make install`), and a spec becomes the recipe the harness means.
 """
@@ -16,7 +16,7 @@ from packager.datasets import harness_specs
 from tests.conftest import ROOT
 
 RELEASE = ROOT / ".venv" / "swebench-4.1.0"
-SHIPPED = ROOT / "packager" / "harness_specs.json"
+SHIPPED = ROOT / "packager" / "datasets" / "harness_specs.json"
 
 
 def test_shipped_specs_equal_the_pinned_release(tmp_path: Path) -> None:

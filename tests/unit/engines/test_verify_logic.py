@@ -119,3 +119,15 @@ def test_build_logs_and_failure(tmp_path: Path) -> None:
             timeout_sec=5,
         )
     assert err.value.log_path == tmp_path / "bad.log" and "returned 1" in err.value.reason
+
+
+def test_the_grader_gate_never_touches_its_own_file() -> None:
+    # The engine creates the gate member, then sets its owner and times: a gate that removed or
+    # moved it in between failed the whole put_archive (lchown: no such file; scale test, CI).
+    from packager.engines.containers import GATE_MEMBER, GATE_SCRIPT, PATCH_MEMBER
+
+    commands = [part.strip() for part in GATE_SCRIPT.split(";")]
+    touching = [c for c in commands if GATE_MEMBER in c and not c.startswith("while [ ! -e")]
+    assert touching == [], touching
+    assert GATE_SCRIPT.rstrip().endswith("exec bash /tests/test.sh")
+    assert PATCH_MEMBER < GATE_MEMBER  # the tar puts the patch first: complete when the gate opens
