@@ -48,7 +48,8 @@ from packager.checks.audit.evidence import (
 )
 from packager.checks.audit.git import ref_findings
 from packager.checks.audit.image import CONFIG_LAYER, audit_image
-from packager.checks.audit.layers import MAX_LINE_SCAN, Layer, visible
+from packager.checks.audit.index import MAX_LINE_SCAN
+from packager.checks.audit.layers import Layer, visible
 from packager.checks.audit.report import AuditError, AuditReport, Finding, FindingKind
 from packager.checks.audit.task import audit_key, audit_path, audit_task, machine_audit_path
 

@@ -7,6 +7,8 @@ then match the candidates against the evidence units and exact copies.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import tarfile
 import tempfile
 import time
@@ -35,15 +37,30 @@ from packager.checks.audit.git import (
     reachable_from,
     ref_findings,
 )
+from packager.checks.audit.index import (
+    IndexBuilder,
+    LayerIndex,
+    index_dir,
+    index_root,
+    line_hash,
+    load_index,
+    publish,
+    scratch_dir,
+)
 from packager.checks.audit.layers import (
     Candidate,
     Layer,
     Scan,
+    chunk_stream,
     clean_name,
+    describe,
     export_layers,
+    index_tar,
     layer_order,
+    make_layer,
     visible,
 )
+from packager.checks.audit.local import chain_ids, layer_chunks, open_local_store, read_config
 from packager.checks.audit.report import AuditError, AuditReport, Finding, FindingKind
 
 if TYPE_CHECKING:
@@ -57,9 +74,18 @@ CONFIG_LAYER = "<image config>"
 class _Walk:
     """What the layer walk and the store gathering leave for the later phases."""
 
-    layers: list[Layer]
-    described: dict[str, str]
+    config: bytes
+    config_name: str
+    layers: list[Layer] = field(default_factory=list)
+    indexes: dict[str, LayerIndex] = field(default_factory=dict)
+    """layer key → its index."""
+    described: dict[str, str] = field(default_factory=dict)
     """layer key → diff id and build step (`diff_id\\0step`)."""
+    scratch: list[Path] = field(default_factory=list)
+    read: int = 0
+    """Layers read (and indexed) by this audit."""
+    reused: int = 0
+    """Layers whose index this machine already had."""
     stores: list[Store] = field(default_factory=list)
     workdir: Store | None = None
     base_lines: set[bytes] = field(default_factory=set)
@@ -67,23 +93,118 @@ class _Walk:
     n_objects: int = 0
     stray: int = 0
 
+    def add(self, key: str, index: LayerIndex, described: str, git_prefix: str) -> None:
+        """Append the layer `key` (next one up) with its index."""
+        self.layers.append(make_layer(key, index, git_prefix))
+        self.indexes[key] = index
+        self.described[key] = described
 
-def _walk_layers(
-    image: Any, image_tag: str, spec: TaskSpec, scan: Scan, git_prefix: str, tmp: Path
-) -> _Walk:
-    """Phase 1: read every layer of the saved image, then its manifest and config."""
+    def builder(self, root: Path) -> IndexBuilder:
+        """A builder in a fresh scratch folder under `root` (removed after the audit)."""
+        self.scratch.append(scratch_dir(root))
+        return IndexBuilder(self.scratch[-1])
+
+
+def _index_root(tmp: Path) -> Path:
+    """The machine's layer indexes, or a folder of this audit's own when those are not writable."""
+    root = index_root()
+    try:
+        (root / ".scratch").mkdir(parents=True, exist_ok=True)
+        if os.access(root / ".scratch", os.W_OK):
+            return root
+    except OSError:
+        pass
+    return tmp / "layer-indexes"
+
+
+def _keep(index: LayerIndex, root: Path, git_prefix: str) -> LayerIndex:
+    """Publish a new index to `root`, unless the layer holds the workdir repository's objects:
+    that is a task's own snapshot, which no other image shares.
+    """
+    own = "/" + git_prefix + "objects"
+    if any((p / "where").read_text() == own for p in index.object_stores()):
+        return index
+    return publish(index, root)
+
+
+def _walk_local(client: Any, image: Any, root: Path, git_prefix: str) -> _Walk | None:
+    """Phase 1 from the engine's store on this host (`local`): each layer's index from this
+    machine's cache, else its tar rebuilt from the store, checked against its diff id and
+    indexed. None when the store cannot give the config or a layer (then `docker save`).
+    """
+    store = open_local_store(client)
+    config_bytes = read_config(store, str(image.id)) if store is not None else None
+    if store is None or config_bytes is None:
+        return None
+    config = json.loads(config_bytes)
+    diff_ids = [str(d) for d in config.get("rootfs", {}).get("diff_ids", [])]
+    steps = describe(config, len(diff_ids))
+    walk = _Walk(config_bytes, str(image.id).removeprefix("sha256:") + ".json")
+    for n, (diff_id, chain) in enumerate(zip(diff_ids, chain_ids(diff_ids), strict=True)):
+        index = load_index(index_dir(root, diff_id))
+        if index is not None and index.diff_id == diff_id:
+            walk.reused += 1
+        else:
+            try:
+                index = index_tar(chunk_stream(layer_chunks(store, chain)), walk.builder(root))
+            except (OSError, ValueError, EOFError, tarfile.TarError):
+                index = None
+            if index is None or index.diff_id != diff_id:
+                _drop(walk.scratch)
+                return None
+            index = _keep(index, root, git_prefix)
+            walk.read += 1
+        walk.add(f"{n + 1}:{diff_id}", index, f"{diff_id}\0{steps[n]}", git_prefix)
+    return walk
+
+
+def _walk_saved(image: Any, image_tag: str, spec: TaskSpec, root: Path, git_prefix: str) -> _Walk:
+    """Phase 1 from `docker save`: every layer of the saved image read and indexed, then its
+    manifest and config.
+    """
     import docker.errors
 
+    walk = _Walk(b"{}", "")
     try:
-        seen, small = export_layers(iter(image.save(named=False)), scan, git_prefix, tmp)
+        seen, small = export_layers(iter(image.save(named=False)), lambda: walk.builder(root))
     except (docker.errors.APIError, tarfile.TarError, OSError) as exc:
+        _drop(walk.scratch)
         raise AuditError(f"{spec.task_id}: cannot export {image_tag}: {exc}") from exc
     manifest = json.loads(small.get("manifest.json", b"[]"))
-    config_name = manifest[0].get("Config", "") if manifest else ""
-    config_bytes = small.get(clean_name(config_name), b"{}")
-    layers, described = layer_order(manifest, json.loads(config_bytes), seen)
-    scan.check(config_bytes, CONFIG_LAYER, "/" + clean_name(config_name))
-    return _Walk(layers, described)
+    walk.config_name = clean_name(manifest[0].get("Config", "") if manifest else "")
+    walk.config = small.get(walk.config_name, b"{}")
+    for key, described in layer_order(manifest, json.loads(walk.config), seen):
+        walk.add(key, _keep(seen[key], root, git_prefix), described, git_prefix)
+        walk.read += 1
+    return walk
+
+
+def _drop(paths: list[Path]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _link_objects(walk: _Walk, tmp: Path) -> None:
+    """Gather every layer's git objects into one scratch store per objects folder, bottom-up,
+    the first copy of a path winning; each object remembers its layer.
+    """
+    for key, index in walk.indexes.items():
+        for src in index.object_stores():
+            dst = tmp / src.name
+            (dst / "origin").mkdir(parents=True, exist_ok=True)
+            (dst / "where").write_text((src / "where").read_text())
+            for folder, _, names in os.walk(src / "objects"):
+                for name in names:
+                    rel = (Path(folder) / name).relative_to(src / "objects").as_posix()
+                    target = dst / "objects" / rel
+                    if target.exists():
+                        continue
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    try:
+                        os.link(Path(folder) / name, target)
+                    except OSError:
+                        shutil.copyfile(Path(folder) / name, target)
+                    (dst / "origin" / rel.replace("/", "_")).write_text(key)
 
 
 def _gather_stores(
@@ -94,7 +215,9 @@ def _gather_stores(
     """
     base = spec.repo.head
     workdir_git = spec.repo.workdir.rstrip("/") + "/.git"
-    walk.stores = [open_store(p) for p in sorted(tmp.iterdir()) if (p / "where").exists()]
+    _link_objects(walk, tmp / "stores")
+    found = sorted((tmp / "stores").iterdir()) if (tmp / "stores").is_dir() else []
+    walk.stores = [open_store(p) for p in found if (p / "where").exists()]
     workdir_objects = f"/{git_prefix}objects"
     walk.stores.sort(key=lambda s: s.where != workdir_objects)
     first = walk.stores[0] if walk.stores else None
@@ -154,6 +277,17 @@ def _object_findings(walk: _Walk, base: str, scan: Scan) -> tuple[list[Finding],
     return findings, past_tags
 
 
+def _index_candidates(walk: _Walk, scan: Scan) -> list[Candidate]:
+    """Phase 4: the files of every layer index that hold some anchor lines."""
+    anchors = [(line_hash(line), line) for line in sorted(scan.anchors)]
+    out: list[Candidate] = []
+    for key, layer_index in walk.indexes.items():
+        for fid, lines in sorted(layer_index.hits(anchors).items()):
+            fpath, digest, _ = layer_index.files[fid]
+            out.append(Candidate(key, fpath, None, digest, frozenset(lines)))
+    return out
+
+
 def _content_findings(
     walk: _Walk, scan: Scan, secrets: Secrets, units: list[Unit]
 ) -> list[Finding]:
@@ -167,10 +301,16 @@ def _content_findings(
     }
     index = {layer.key: n for n, layer in enumerate(walk.layers)}
     found = {(c.layer, c.path, c.object_id): c for c in scan.candidates}
+    found.update({(c.layer, c.path, c.object_id): c for c in _index_candidates(walk, scan)})
     for digest in exact:
         for layer_key, fpath, obj_id in scan.digests.get(digest, []):
             empty = Candidate(layer_key, fpath, obj_id, digest, frozenset())
             found.setdefault((layer_key, fpath, obj_id), empty)
+        for key, layer_index in walk.indexes.items():
+            for fid in layer_index.with_digest(digest):
+                fpath = layer_index.files[fid][0]
+                empty = Candidate(key, fpath, None, digest, frozenset())
+                found.setdefault((key, fpath, None), empty)
     findings: list[Finding] = []
     for cand in found.values():
         hits: list[tuple[FindingKind, str]] = []
@@ -203,8 +343,29 @@ def _named(findings: list[Finding], described: dict[str, str]) -> list[Finding]:
     return named
 
 
+def _stats(walk: _Walk, scan: Scan) -> dict[str, float | int]:
+    """What the audit read: layers, files (in the layers' indexes and outside), objects."""
+    indexes = list(walk.indexes.values())
+    return {
+        "layers": len(walk.layers),
+        "layers_read": walk.read,
+        "layers_indexed_before": walk.reused,
+        "files_scanned": scan.files + sum(i.n_scanned for i in indexes),
+        "bytes_scanned": scan.n_bytes + sum(i.n_bytes for i in indexes),
+        "files_not_line_scanned": scan.not_line_scanned + sum(i.not_line_scanned for i in indexes),
+        "git_objects": walk.n_objects,
+        "stray_trees": walk.stray,
+    }
+
+
 def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditReport:
-    """Audit every layer and every git object of `image_tag` for `spec`'s secrets and history."""
+    """Audit every layer and every git object of `image_tag` for `spec`'s secrets and history.
+
+    Layers are matched through their indexes (`index`): this machine's when it has the layer's,
+    else made now, from the engine's store when this host can read it (`local`), else from
+    `docker save`. Git objects, refs and reachability are read from this image's layers every
+    time; only the reading of each layer's files is shared between audits.
+    """
     import docker.errors
 
     started = time.monotonic()
@@ -220,22 +381,24 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
     secrets = secrets_of(spec)
     scan = Scan(secrets, secrets.anchors)
     with tempfile.TemporaryDirectory(prefix="packager-audit-") as tmp:
-        walk = _walk_layers(image, image_tag, spec, scan, git_prefix, Path(tmp))
-        findings = _gather_stores(walk, Path(tmp), spec, secrets, git_prefix)
-        object_findings, past_tags = _object_findings(walk, base, scan)
-        findings += object_findings
-        for layer in walk.layers:
-            findings += ref_findings(layer, workdir_git, base, past_tags)
-    units, dropped = make_units(secrets.sources, walk.base_lines)
-    named = _named(findings + _content_findings(walk, scan, secrets, units), walk.described)
+        root = _index_root(Path(tmp))
+        walk = _walk_local(client, image, root, git_prefix)
+        walk = walk or _walk_saved(image, image_tag, spec, root, git_prefix)
+        try:
+            scan.check(walk.config, CONFIG_LAYER, "/" + walk.config_name)
+            findings = _gather_stores(walk, Path(tmp), spec, secrets, git_prefix)
+            object_findings, past_tags = _object_findings(walk, base, scan)
+            findings += object_findings
+            for layer in walk.layers:
+                findings += ref_findings(layer, workdir_git, base, past_tags)
+            units, dropped = make_units(secrets.sources, walk.base_lines)
+            findings += _content_findings(walk, scan, secrets, units)
+        finally:
+            _drop(walk.scratch)
+    named = _named(findings, walk.described)
     stats: dict[str, float | int] = {
         "seconds": round(time.monotonic() - started, 3),
-        "layers": len(walk.layers),
-        "files_scanned": scan.files,
-        "bytes_scanned": scan.n_bytes,
-        "files_not_line_scanned": scan.not_line_scanned,
-        "git_objects": walk.n_objects,
-        "stray_trees": walk.stray,
+        **_stats(walk, scan),
         "evidence_units": len(units),
         "weak_sources_dropped": dropped,
     }

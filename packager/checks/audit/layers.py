@@ -1,39 +1,30 @@
 """Walking an image's layers: the `docker save` stream read member by member (never extracted),
-every regular file of every layer checked against the secrets, whiteouts and opaque folders
-noted, git object stores copied aside, and the workdir repository's metadata kept per layer.
+each layer tar indexed (`index.IndexBuilder`) under the sha256 of its bytes; the `Layer` view of
+an index (files, whiteouts, opaque folders, the workdir repository's metadata), what the final
+filesystem shows, and the content check of the files read outside a layer index (git blobs, the
+image config).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import re
-import shutil
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import IO, Any
 
 from packager.checks.audit.evidence import Secrets, is_binary, norm_lines, sha256_hex
+from packager.checks.audit.index import MAX_LINE_SCAN, IndexBuilder, LayerIndex, layer_view
 
-MAX_LINE_SCAN = 64 * 1024 * 1024
-"""Files above this size are hashed (exact copies are still found) but not split into lines."""
 MAX_SMALL_FILE = 16 * 1024 * 1024
 """Members of the saved image (manifest, config) above this size are not kept."""
 
-_OBJ_RE = re.compile(
+OBJ_RE = re.compile(
     r"^(?P<store>(?:.*/)?objects)/(?P<rest>[0-9a-f]{2}/[0-9a-f]{38}|pack/pack-[0-9a-f]+\.(?:pack|idx))$"
-)
-_GIT_META = (
-    "HEAD",
-    "ORIG_HEAD",
-    "FETCH_HEAD",
-    "packed-refs",
-    "config",
-    "shallow",
-    "objects/info/alternates",
-    "objects/info/http-alternates",
 )
 
 
@@ -129,6 +120,11 @@ class Scan:
             self.candidates.append(Candidate(layer, path, object_id, digest, hits))
 
 
+def chunk_stream(chunks: Iterator[bytes]) -> IO[bytes]:
+    """A buffered binary stream over an iterator of byte chunks."""
+    return io.BufferedReader(_ChunkReader(chunks), 1 << 20)
+
+
 def clean_name(name: str) -> str:
     """A tar member's name without leading `./` and surrounding slashes."""
     while name.startswith("./"):
@@ -136,71 +132,59 @@ def clean_name(name: str) -> str:
     return name.strip("/")
 
 
-def _keep_object(src: IO[bytes], match: re.Match[str], layer: Layer, stores: Path) -> None:
-    """Copy a git object (loose or pack) into its store's scratch folder, first copy wins;
-    the store remembers where it was and the object which layer it came from.
-    """
-    store = stores / hashlib.sha1(match["store"].encode()).hexdigest()[:16]  # noqa: S324
-    target = store / "objects" / match["rest"]
-    (store / "where").parent.mkdir(parents=True, exist_ok=True)
-    (store / "where").write_text("/" + match["store"])
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
-        (store / "origin").mkdir(exist_ok=True)
-        (store / "origin" / match["rest"].replace("/", "_")).write_text(layer.key)
-
-
-def _is_git_meta(rel: str) -> bool:
-    return rel in _GIT_META or rel.endswith("_HEAD") or rel.startswith(("refs/", "logs/"))
-
-
-def _whiteout(name: str, layer: Layer) -> bool:
+def whiteout(name: str, deleted: set[str], opaque: set[str]) -> bool:
     """Note a whiteout or opaque marker; whether `name` was one."""
     base = PurePosixPath(name).name
     parent = str(PurePosixPath(name).parent)
     if base == ".wh..wh..opq":
-        layer.opaque.add("/" + parent if parent != "." else "/")
+        opaque.add("/" + parent if parent != "." else "/")
         return True
     if base.startswith(".wh."):
         gone = base[4:]
-        layer.deleted.add("/" + (f"{parent}/{gone}" if parent != "." else gone))
+        deleted.add("/" + (f"{parent}/{gone}" if parent != "." else gone))
         return True
     return False
 
 
-def read_layer(fh: IO[bytes], layer: Layer, scan: Scan, git_prefix: str, stores: Path) -> None:
-    """Scan one layer tar: content of every regular file, whiteouts, git stores and metadata."""
-    with tarfile.open(fileobj=fh, mode="r|*") as tar:
-        for member in tar:
-            name = clean_name(member.name)
-            if _whiteout(name, layer) or not member.isfile():
-                continue
-            path = "/" + name
-            layer.files.add(path)
-            src = tar.extractfile(member)
-            if src is None:
-                continue
-            obj = _OBJ_RE.match(name)
-            if obj is not None:
-                _keep_object(src, obj, layer, stores)
-                continue
-            data = src.read()
-            if name.startswith(git_prefix) and _is_git_meta(name[len(git_prefix) :]):
-                layer.git_meta[name[len(git_prefix) :]] = data
-            scan.check(data, layer.key, path)
+class HashingReader(io.RawIOBase):
+    """Reads `fh` and hashes every byte read (a layer's diff id is the sha256 of its tar)."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+        self.sha = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._fh.read(len(b))
+        b[: len(data)] = data
+        self.sha.update(data)
+        return len(data)
+
+
+def index_tar(fh: IO[bytes], builder: IndexBuilder) -> LayerIndex:
+    """Index one layer tar (plain or gzip) read from `fh`, under the sha256 of the plain tar."""
+    head = fh.read(512)
+    body: IO[bytes] = io.BufferedReader(_Prefixed(head, fh), 1 << 20)
+    if head[:2] == b"\x1f\x8b":
+        body = gzip.GzipFile(fileobj=body, mode="rb")  # type: ignore[assignment]
+    hashed = HashingReader(body)
+    builder.read_tar(io.BufferedReader(hashed, 1 << 20))
+    while hashed.read(1 << 20):
+        pass
+    return builder.finish("sha256:" + hashed.sha.hexdigest())
 
 
 def export_layers(
-    chunks: Iterator[bytes], scan: Scan, git_prefix: str, stores: Path
-) -> tuple[dict[str, Layer], dict[str, bytes]]:
-    """Read a `docker save` stream: every layer tar through `read_layer`, keyed by its name in
-    the stream; and the other small members (manifest, config) by name.
+    chunks: Iterator[bytes], new_builder: Callable[[], IndexBuilder]
+) -> tuple[dict[str, LayerIndex], dict[str, bytes]]:
+    """Read a `docker save` stream: every layer tar indexed (`index_tar`), keyed by its name
+    in the stream; and the other small members (manifest, config) by name.
     """
-    seen: dict[str, Layer] = {}
+    seen: dict[str, LayerIndex] = {}
     small: dict[str, bytes] = {}
-    raw = io.BufferedReader(_ChunkReader(chunks), 1 << 20)
+    raw = chunk_stream(chunks)
     with tarfile.open(fileobj=raw, mode="r|") as outer:
         for member in outer:
             name = clean_name(member.name)
@@ -212,36 +196,49 @@ def export_layers(
                     small[name] = fh.read()
                 continue
             head = fh.read(512)
-            if head[257:262] == b"ustar" or head[:2] == b"\x1f\x8b":
-                layer = seen.setdefault(name, Layer(name))
-                body = io.BufferedReader(_Prefixed(head, fh), 1 << 20)
-                read_layer(body, layer, scan, git_prefix, stores)
+            if name not in seen and (head[257:262] == b"ustar" or head[:2] == b"\x1f\x8b"):
+                seen[name] = index_tar(
+                    io.BufferedReader(_Prefixed(head, fh), 1 << 20), new_builder()
+                )
             elif member.size <= MAX_SMALL_FILE:
                 small[name] = head + fh.read()
     return seen, small
 
 
 def layer_order(
-    manifest: Any, config: dict[str, Any], seen: dict[str, Layer]
-) -> tuple[list[Layer], dict[str, str]]:
-    """Layers bottom-up, and their display names (diff id) and build steps."""
+    manifest: Any, config: dict[str, Any], seen: Iterable[str]
+) -> list[tuple[str, str]]:
+    """The saved layers bottom-up: (name in the stream, diff id and build step as in
+    `describe`); anything the manifest does not name still counts (at the top, conservatively).
+    """
     entry = manifest[0] if isinstance(manifest, list) and manifest else {}
     names = [str(x) for x in entry.get("Layers", [])]
-    diff_ids = list(config.get("rootfs", {}).get("diff_ids", []))
-    steps = [h.get("created_by", "") for h in config.get("history", []) if not h.get("empty_layer")]
-    ordered: list[Layer] = []
-    described: dict[str, str] = {}
+    diff_ids = [str(d) for d in config.get("rootfs", {}).get("diff_ids", [])]
+    steps = describe(config, len(names))
+    present = set(seen)
+    ordered: list[tuple[str, str]] = []
     for n, name in enumerate(names):
-        layer = seen.get(name)
-        if layer is None:
-            continue
-        ordered.append(layer)
-        diff_id = diff_ids[n] if n < len(diff_ids) else name
+        if name in present:
+            diff_id = diff_ids[n] if n < len(diff_ids) else name
+            ordered.append((name, f"{diff_id}\0{steps[n]}"))
+    ordered.extend((key, f"{key}\0") for key in present if key not in names)
+    return ordered
+
+
+def describe(config: dict[str, Any], count: int) -> list[str]:
+    """`layer n/count: <build step>` of each layer, from the image config's history."""
+    steps = [h.get("created_by", "") for h in config.get("history", []) if not h.get("empty_layer")]
+    out = []
+    for n in range(count):
         step = " ".join(str(steps[n]).split())[:160] if n < len(steps) else ""
-        described[layer.key] = f"{diff_id}\0layer {n + 1}/{len(names)}: {step}"
-    # Anything not named by the manifest still counts (at the top, conservatively).
-    ordered.extend(layer for key, layer in seen.items() if key not in names)
-    return ordered, described
+        out.append(f"layer {n + 1}/{count}: {step}")
+    return out
+
+
+def make_layer(key: str, index: LayerIndex, git_prefix: str) -> Layer:
+    """The `Layer` view of an index for a workdir repository at `git_prefix` (relative)."""
+    files, meta = layer_view(index, git_prefix)
+    return Layer(key, files, set(index.deleted), set(index.opaque), meta)
 
 
 def visible(layers: Sequence[Layer], index: int, path: str) -> bool:

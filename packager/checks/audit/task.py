@@ -11,23 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packager.checks.audit.image import audit_image
+from packager.checks.audit.index import code_digest
 from packager.checks.audit.report import AuditReport
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import TaskSpec
     from packager.run.store import OutputPaths
-
-
-def _code() -> bytes:
-    """The bytes of every module of the audit package, by name, and of the diff parser it
-    reads patches with: any change of the audit's code is a new key.
-    """
-    here = Path(__file__).parent
-    h = hashlib.sha256()
-    for path in [*sorted(here.glob("*.py")), here.parent.parent / "diffs.py"]:
-        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    return h.digest()
 
 
 def audit_path(paths: OutputPaths, slug: str) -> Path:
@@ -42,7 +32,7 @@ def audit_key(spec: TaskSpec, image_id: str) -> str:
     g = spec.grading
     h = hashlib.sha256()
     for part in (
-        _code(),
+        code_digest(),
         image_id.encode(),
         spec.repo.head.encode(),
         spec.repo.workdir.encode(),
