@@ -46,6 +46,7 @@ from packager.checks.audit.index import (
     load_index,
     publish,
     scratch_dir,
+    sweep_scratch,
 )
 from packager.checks.audit.layers import (
     Candidate,
@@ -111,6 +112,7 @@ def _index_root(tmp: Path) -> Path:
     try:
         (root / ".scratch").mkdir(parents=True, exist_ok=True)
         if os.access(root / ".scratch", os.W_OK):
+            sweep_scratch(root)
             return root
     except OSError:
         pass

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tarfile
+import time
 import uuid
 from array import array
 from bisect import bisect_left
@@ -256,6 +257,17 @@ class IndexBuilder:
 def scratch_dir(root: Path) -> Path:
     """A fresh scratch folder under `root` (same file system as the indexes: rename works)."""
     return root / ".scratch" / uuid.uuid4().hex
+
+
+def sweep_scratch(root: Path, older_than: float = 86400.0) -> None:
+    """Remove scratch folders a killed audit left under `root` (untouched for a day)."""
+    now = time.time()
+    for path in (root / ".scratch").iterdir() if (root / ".scratch").is_dir() else []:
+        try:
+            if now - path.stat().st_mtime > older_than:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def publish(index: LayerIndex, root: Path) -> LayerIndex:
