@@ -1,7 +1,11 @@
 """Leak audit of an agent image: nothing from grading and no later history, in any layer.
 
-The image is read through the Docker SDK only (`images.get(tag).save()`), streamed: every layer
-tar is read member by member and never extracted as a whole. Three things are looked for.
+Every layer tar is read member by member (never extracted as a whole) into a layer index
+(`index`): file digests, evidence-line hashes, whiteouts, git metadata and objects, kept on this
+machine under the layer's diff id and the audit's code, so a layer shared by many images is read
+once. A layer is read from the engine's overlay2 store when this host can read it (`local`:
+checked against its diff id), else from `docker save` streamed through the Docker SDK. A task's
+secrets are then matched against the indexes of its image's layers. Three things are looked for.
 
 1. **Grading content in any file of any layer**, including files a later layer deletes (a
    whiteout hides a file from the container, not from anyone holding the image): a hidden test,
@@ -25,9 +29,9 @@ tar is read member by member and never extracted as a whole. Three things are lo
 
 `audit_image` returns an `AuditReport`; `audit_task` also writes
 `<out>/<dataset>/results/<task>.audit.json`. The package: `report` (findings and the report),
-`evidence` (secrets, evidence lines and units: pure), `layers` (the layer walk), `git` (object
-stores and refs), `image` (the audit of an image, in phases), `task` (a task's audit and its
-cache).
+`evidence` (secrets, evidence lines and units: pure), `index` (layer indexes and their cache),
+`local` (layers from the engine's store), `layers` (the layer walk), `git` (object stores and
+refs), `image` (the audit of an image, in phases), `task` (a task's audit and its cache).
 """
 
 from packager.checks.audit.evidence import (

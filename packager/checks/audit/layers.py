@@ -134,6 +134,8 @@ def clean_name(name: str) -> str:
 
 def whiteout(name: str, deleted: set[str], opaque: set[str]) -> bool:
     """Note a whiteout or opaque marker; whether `name` was one."""
+    if not name.rpartition("/")[2].startswith(".wh."):
+        return False
     base = PurePosixPath(name).name
     parent = str(PurePosixPath(name).parent)
     if base == ".wh..wh..opq":
