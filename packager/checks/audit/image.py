@@ -52,11 +52,10 @@ from packager.checks.audit.layers import (
     Candidate,
     Layer,
     Scan,
-    chunk_stream,
     clean_name,
     describe,
     export_layers,
-    index_tar,
+    index_chunks,
     layer_order,
     make_layer,
     visible,
@@ -148,7 +147,7 @@ def _walk_local(client: Any, image: Any, root: Path, git_prefix: str) -> _Walk |
             walk.reused += 1
         else:
             try:
-                index = index_tar(chunk_stream(layer_chunks(store, chain)), walk.builder(root))
+                index = index_chunks(layer_chunks(store, chain), walk.builder(root))
             except (OSError, ValueError, EOFError, tarfile.TarError):
                 index = None
             if index is None or index.diff_id != diff_id:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tarfile
 import time
 import uuid
@@ -145,6 +146,8 @@ def load_index(path: Path) -> LayerIndex | None:
         tables = [array(code) for code in ("Q", "I", "I")]
         for table, name in zip(tables, ("lines.bin", "starts.bin", "fids.bin"), strict=True):
             table.frombytes((path / name).read_bytes())
+            if sys.byteorder == "big":
+                table.byteswap()
     except (OSError, ValueError):
         return None
     lines, starts, fids = tables
@@ -176,7 +179,8 @@ class IndexBuilder:
         self.deleted: set[str] = set()
         self.opaque: set[str] = set()
         self.git_meta: dict[str, bytes] = {}
-        self.pairs_h = array("Q")
+        self.pairs_h = bytearray()
+        """The 8-byte line hashes of every (file, line) pair, as `line_hash` digests."""
         self.pairs_f = array("I")
         self.n_scanned = self.n_bytes = self.not_line_scanned = 0
 
@@ -209,8 +213,9 @@ class IndexBuilder:
         if len(data) > MAX_LINE_SCAN:
             self.not_line_scanned += 1
         elif not is_binary(data):
-            hashes = sorted({line_hash(s) for s in norm_lines(data)})
-            self.pairs_h.extend(hashes)
+            blake2b = hashlib.blake2b
+            hashes = {blake2b(s, digest_size=8).digest() for s in norm_lines(data)}
+            self.pairs_h += b"".join(hashes)
             self.pairs_f.extend([fid] * len(hashes))
 
     def _keep_object(self, src: IO[bytes], store: str, rest: str) -> None:
@@ -228,15 +233,16 @@ class IndexBuilder:
         """Write the line table and the metadata into the scratch folder; the loaded index."""
         import numpy as np
 
-        hs = np.frombuffer(self.pairs_h, dtype=np.uint64)
-        fs = np.frombuffer(self.pairs_f, dtype=np.uint32)
+        hs = np.frombuffer(self.pairs_h, dtype="<u8")
+        fs = np.frombuffer(self.pairs_f, dtype=np.uint32).astype("<u4")
         order = np.argsort(hs, kind="stable")
         hs, fs = hs[order], fs[order]
         lines, first = np.unique(hs, return_index=True)
-        starts = np.append(first, len(hs)).astype(np.uint32)
-        (self.dir / "lines.bin").write_bytes(lines.astype(np.uint64).tobytes())
+        starts = np.append(first, len(hs)).astype("<u4")
+        # Little-endian on disk, whatever the machine (`load_index` swaps on a big-endian one).
+        (self.dir / "lines.bin").write_bytes(lines.astype("<u8").tobytes())
         (self.dir / "starts.bin").write_bytes(starts.tobytes())
-        (self.dir / "fids.bin").write_bytes(fs.astype(np.uint32).tobytes())
+        (self.dir / "fids.bin").write_bytes(fs.tobytes())
         meta = {
             "diff_id": diff_id,
             "files": self.files,

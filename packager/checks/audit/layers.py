@@ -178,6 +178,22 @@ def index_tar(fh: IO[bytes], builder: IndexBuilder) -> LayerIndex:
     return builder.finish("sha256:" + hashed.sha.hexdigest())
 
 
+def index_chunks(chunks: Iterator[bytes], builder: IndexBuilder) -> LayerIndex:
+    """Index one plain layer tar given as byte chunks, under the sha256 of all of them."""
+    sha = hashlib.sha256()
+
+    def hashed() -> Iterator[bytes]:
+        for chunk in chunks:
+            sha.update(chunk)
+            yield chunk
+
+    fh = chunk_stream(hashed())
+    builder.read_tar(fh)
+    while fh.read(1 << 20):
+        pass
+    return builder.finish("sha256:" + sha.hexdigest())
+
+
 def export_layers(
     chunks: Iterator[bytes], new_builder: Callable[[], IndexBuilder]
 ) -> tuple[dict[str, LayerIndex], dict[str, bytes]]:
