@@ -78,10 +78,13 @@ def upload(base, folder):
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".whl"):
             continue
-        with open(os.path.join(folder, name), "rb") as handle:
-            request = Request(base + name, data=handle.read(), method="PUT")
+        path = os.path.join(folder, name)
         try:
-            urlopen(request, timeout=60).close()
+            with open(path, "rb") as handle:  # streamed: a wheel can be large
+                size = str(os.path.getsize(path))
+                request = Request(base + name, data=handle, method="PUT")
+                request.add_header("Content-Length", size)
+                urlopen(request, timeout=60).close()
             sent += 1
         except Exception as exc:  # the wheelhouse is a cache: never fail the build for it
             print("packager-pip: could not upload {0}: {1}".format(name, exc))

@@ -151,3 +151,18 @@ def test_no_wheelhouse_without_a_bridge_gateway() -> None:
         networks = None
 
     assert wheelhouse.build_hosts(NoNetworks()) == {}  # type: ignore[arg-type]
+
+
+def test_the_helper_uploads_its_wheels_to_the_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: Any
+) -> None:
+    module = _helper(monkeypatch, "", tmp_path)
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "docopt-0.6.2-py2.py3-none-any.whl").write_bytes(b"w" * 100_000)
+    (built / "notes.txt").write_text("not a wheel")
+    module.upload(_url(server, f"/{server.token}/{KEY}/"), str(built))
+    stored = server.root / KEY
+    assert sorted(p.name for p in stored.iterdir()) == ["docopt-0.6.2-py2.py3-none-any.whl"]
+    assert (stored / "docopt-0.6.2-py2.py3-none-any.whl").read_bytes() == b"w" * 100_000
+    module.upload(_url(server, f"/{'0' * 32}/{KEY}/"), str(built))  # refused: no raise
