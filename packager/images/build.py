@@ -237,10 +237,12 @@ def build_image(
     labels: dict[str, str] | None = None,
     force: bool = False,
     context_tar: bytes | None = None,
+    extra_hosts: dict[str, str] | None = None,
 ) -> BuildOutcome:
     """Build `context` into `tag` unless it exists (or `force`); raise BuildError with the log
     on failure. `labels` are added to the tool's own. `context_tar`, when given, is sent as
-    the build context instead of the folder `context`.
+    the build context instead of the folder `context`. `extra_hosts` go into the build
+    containers' /etc/hosts only (neither the image nor the build cache's keys see them).
     """
     if not force and image_exists(client, tag):
         return BuildOutcome(tag, False, 0.0, None)
@@ -267,6 +269,7 @@ def build_image(
                     decode=True,
                     buildargs=buildargs or {},
                     pull=False,
+                    extra_hosts=extra_hosts or None,
                 ):
                     if "stream" in chunk:
                         log.write(chunk["stream"])

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from packager.adapters import assumptions as A
+from packager.images.wheelhouse import HELPER
 from packager.models.spec import Environment
 
 _STEP = re.compile(r"^Step \d+/\d+ : (.*)$")
@@ -72,10 +73,11 @@ def _step_name(instruction: str, env: Environment) -> str:
     for i, step in enumerate(env.install):
         if command == step.strip():
             return f"install[{i}]"
+    pip = "pip install" in command or HELPER in command  # the wheelhouse's pip helper
     match = re.search(r"/tmp/packager-requirements/(\S+)", command)
-    if match and "pip install" in command:
+    if match and pip:
         return _requirements_step(match.group(1).strip("'\""))
-    if "pip install" in command and env.pip_packages:
+    if pip and env.pip_packages:
         return "pip_packages"
     if "apt-get install" in command and env.packages and all(p in command for p in env.packages):
         return "apt-pkgs (Debian packages)"

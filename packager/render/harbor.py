@@ -164,6 +164,7 @@ def _agent_context(spec: TaskSpec) -> FileTree:
 
     env = spec.environment
     dockerfile = (env.dockerfile or "").rstrip("\n")
+    pip_helper = PIP_HELPER if env.python and _installs_with_pip(env) else None
     files: FileTree = {
         "Dockerfile": OutFile(
             render_template(
@@ -178,7 +179,8 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 packages=list(env.packages),
                 python=env.python,
                 venv=VENV,
-                venv_tools=list(VENV_TOOLS) if _installs_with_pip(env) else [],
+                venv_tools=list(VENV_TOOLS) if pip_helper else [],
+                pip_helper=pip_helper,
                 pre_install=list(env.pre_install),
                 requirements=list(env.requirements),
                 pip_packages=list(env.pip_packages),
@@ -195,9 +197,25 @@ def _agent_context(spec: TaskSpec) -> FileTree:
         files["setup.patch"] = OutFile(spec.repo.setup_patch.encode())
     if env.python:
         files["packager-venv.pth"] = OutFile(venv_pth(VENV, env.python).encode())
+    if pip_helper:
+        files[pip_helper] = OutFile(pip_helper_source())
     for name, data in env.requirements.items():
         files[f"requirements/{name}"] = OutFile(data)
     return files
+
+
+PIP_HELPER = "packager-pip.py"
+"""The agent context's pip helper (templates/harbor/environment/packager-pip.py, copied byte for
+byte): the pip steps of a Python recipe install through it, from the machine's wheelhouse when a
+packager build offers one (packager.images.wheelhouse), else as plain `pip install`."""
+
+
+@functools.cache
+def pip_helper_source() -> bytes:
+    """The pip helper's bytes (read once per process)."""
+    from packager.render import TEMPLATES_DIR
+
+    return (TEMPLATES_DIR / "harbor" / "environment" / PIP_HELPER).read_bytes()
 
 
 ENVIRONMENT_PATCH = "/var/lib/packager/environment.patch"

@@ -290,7 +290,7 @@ def _build_agent(
     """Snapshot the repository, then build the environment (when this task must) and the agent
     image; returns the agent's build and the environment's when this task built it.
     """
-    from packager.images import build
+    from packager.images import build, wheelhouse
     from packager.render.harbor import SNAPSHOT_FILE
 
     _write_snapshot(spec, paths, repo_sources, plan.opts)
@@ -327,6 +327,9 @@ def _build_agent(
             buildargs=plan.buildargs,
             labels={build.LABEL_BASES: plan.bases, **plan.labels},
             force=plan.rebuild,
+            # Environment steps the cache lacks (no snapshot line: no environment image) then
+            # take the machine's wheels too; the hosts entry is in no cache key.
+            extra_hosts=wheelhouse.build_hosts(plan.client),
         )
     finally:
         if context != own_context:

@@ -107,7 +107,7 @@ def ensure_environment(
     build it once, the second waiting for the first. None when the Dockerfile adds no
     snapshot; else the environment image's build (`built` False when it was there).
     """
-    from packager.images import build
+    from packager.images import build, wheelhouse
     from packager.images.tar import make_tar
 
     head = _environment_dockerfile((context / "Dockerfile").read_text(), snapshot_file)
@@ -128,4 +128,5 @@ def ensure_environment(
             timeout_sec=timeout_sec,
             buildargs=dict(buildargs),
             context_tar=make_tar({**files, "Dockerfile": head.encode()}),
+            extra_hosts=wheelhouse.build_hosts(client),  # pip steps: the machine's wheels
         )

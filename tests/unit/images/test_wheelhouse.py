@@ -1,0 +1,168 @@
+"""The machine wheelhouse: its server (tokened paths, atomic uploads, a links page pip reads),
+the pip helper the agent Dockerfile runs (offline first, then build and upload, then plain pip),
+and the render that ships the helper only with a Python recipe that installs with pip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from packager.images import wheelhouse
+from packager.render import TEMPLATES_DIR
+
+HELPER_PATH = TEMPLATES_DIR / "harbor" / "environment" / wheelhouse.HELPER
+KEY = "0123456789abcdef"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Any]:
+    srv = wheelhouse._Server(("127.0.0.1", 0), tmp_path / "wh")
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _url(srv: Any, path: str) -> str:
+    host, port = srv.server_address[:2]
+    return f"http://{host}:{port}{path}"
+
+
+def _status(url: str, data: bytes | None = None) -> int:
+    request = urllib.request.Request(url, data=data, method="PUT" if data is not None else "GET")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_server_keeps_uploaded_wheels_per_key_behind_its_token(server: Any) -> None:
+    base = f"/{server.token}/{KEY}/"
+    assert _status(_url(server, base + "six-1.0-py3-none-any.whl"), b"wheel bytes") == 201
+    stored = server.root / KEY / "six-1.0-py3-none-any.whl"
+    assert stored.read_bytes() == b"wheel bytes"
+    assert not [p for p in stored.parent.iterdir() if p.name.startswith(".")]  # renamed in
+    with urllib.request.urlopen(_url(server, base), timeout=10) as reply:
+        page = reply.read().decode()
+    assert '<a href="six-1.0-py3-none-any.whl">' in page
+    with urllib.request.urlopen(_url(server, base + "six-1.0-py3-none-any.whl")) as reply:
+        assert reply.read() == b"wheel bytes"
+    # Another key sees none of it; a wrong token, a bad key or name, a path out: refused.
+    with urllib.request.urlopen(_url(server, f"/{server.token}/{'f' * 16}/")) as reply:
+        assert b"six" not in reply.read()
+    assert _status(_url(server, f"/{'0' * 32}/{KEY}/")) == 404
+    assert _status(_url(server, f"/{'0' * 32}/{KEY}/x-1-py3-none-any.whl"), b"x") == 403
+    assert _status(_url(server, f"/{server.token}/../x-1-py3-none-any.whl"), b"x") == 403
+    assert _status(_url(server, f"/{server.token}/{KEY}/setup.py"), b"x") == 403
+    assert _status(_url(server, f"/{server.token}/{KEY}/..%2fx.whl"), b"x") == 403
+    assert sorted(p.name for p in (server.root / KEY).iterdir()) == ["six-1.0-py3-none-any.whl"]
+
+
+def _helper(monkeypatch: pytest.MonkeyPatch, hosts: str, tmp_path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("packager_pip", HELPER_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "hosts").write_text(hosts)
+    monkeypatch.setattr(module, "HOSTS", str(tmp_path / "hosts"))
+    return module
+
+
+ENTRY = "172.17.0.1\tp4242-tok.packager-wheelhouse.invalid\n"
+
+
+def test_the_helper_without_a_wheelhouse_entry_is_the_plain_pip_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    module = _helper(monkeypatch, "127.0.0.1\tlocalhost\n", tmp_path)
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(module, "pip", lambda *args: calls.append(args) or 0)
+    assert module.wheelhouse() is None
+    assert module.main(["--quiet", "six"]) == 0
+    assert calls == [("install", "--no-cache-dir", "--quiet", "six")]
+
+
+@pytest.mark.parametrize(
+    ("codes", "expected", "uploads"),
+    [
+        ([0], ["install --no-index"], 0),
+        ([1, 0, 0], ["install --no-index", "wheel", "install --no-index"], 1),
+        ([1, 1, 0], ["install --no-index", "wheel", "install"], 0),
+        ([1, 0, 1, 1], ["install --no-index", "wheel", "install --no-index", "install"], 0),
+    ],
+)
+def test_the_helper_goes_offline_first_then_builds_and_uploads_then_plain(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    codes: list[int],
+    expected: list[str],
+    uploads: int,
+) -> None:
+    module = _helper(monkeypatch, "127.0.0.1\tlocalhost\n" + ENTRY, tmp_path)
+    assert module.wheelhouse() == ("172.17.0.1", 4242, "tok")
+    calls: list[tuple[str, ...]] = []
+    sent: list[str] = []
+    returned = iter(codes)
+    monkeypatch.setattr(module, "pip", lambda *args: calls.append(args) or next(returned))
+    monkeypatch.setattr(module, "upload", lambda base, folder: sent.append(base))
+    assert module.main(["six"]) == codes[-1]
+    assert [c[0] + (" --no-index" if "--no-index" in c else "") for c in calls] == expected
+    key = module.platform_key()
+    assert len(key) == 16 and wheelhouse._KEY.fullmatch(key)
+    base = f"http://172.17.0.1:4242/tok/{key}/"
+    if len(calls) > 1:
+        assert calls[1][calls[1].index("--find-links") + 1] == base  # the wheelhouse first
+    assert sent == [base] * uploads
+    assert all(c[-1] == "six" for c in calls)
+
+
+def test_only_a_python_recipe_installing_with_pip_ships_the_helper() -> None:
+    from packager.datasets.sources import open_dataset
+    from packager.render.harbor import make_harbor_task
+    from packager.run.select import Selection, iter_specs
+
+    spec = next(
+        iter_specs(Selection(dataset=open_dataset(None, "test"), task_ids=("samples__textkit-1",)))
+    )
+    plain = make_harbor_task(spec).files
+    assert not any(path.endswith(wheelhouse.HELPER) for path in plain)
+    env = spec.environment.model_copy(update={"pip_packages": ("six==1.16.0",)})
+    files = make_harbor_task(spec.model_copy(update={"environment": env})).files
+    helper = next(path for path in files if path.endswith(wheelhouse.HELPER))
+    assert files[helper].data == HELPER_PATH.read_bytes()
+    dockerfile = files[helper.replace(wheelhouse.HELPER, "Dockerfile")].data.decode()
+    assert "RUN python /tmp/packager-pip.py six==1.16.0\n" in dockerfile
+    assert "/opt/venv/bin/python /tmp/packager-pip.py --quiet 'pip>=21.3,<25'" in dockerfile
+    assert "RUN pip install" not in dockerfile and "-m pip install" not in dockerfile
+
+
+def test_no_wheelhouse_without_a_bridge_gateway() -> None:
+    class NoNetworks:
+        networks = None
+
+    assert wheelhouse.build_hosts(NoNetworks()) == {}  # type: ignore[arg-type]
+
+
+def test_the_helper_uploads_its_wheels_to_the_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: Any
+) -> None:
+    module = _helper(monkeypatch, "", tmp_path)
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "docopt-0.6.2-py2.py3-none-any.whl").write_bytes(b"w" * 100_000)
+    (built / "notes.txt").write_text("not a wheel")
+    module.upload(_url(server, f"/{server.token}/{KEY}/"), str(built))
+    stored = server.root / KEY
+    assert sorted(p.name for p in stored.iterdir()) == ["docopt-0.6.2-py2.py3-none-any.whl"]
+    assert (stored / "docopt-0.6.2-py2.py3-none-any.whl").read_bytes() == b"w" * 100_000
+    module.upload(_url(server, f"/{'0' * 32}/{KEY}/"), str(built))  # refused: no raise
