@@ -8,9 +8,9 @@ It fails closed: a zero reward with status ``infra_error`` is written before any
 a crash, a kill or an unexpected exception can never leave a stale or missing reward behind.
 
 Standard library only, Python >= 3.9. Packed with its sibling modules into one zipapp, run in
-grader images as ``python3 /tests/grading.pyz`` (the archive is ``sys.path[0]``, so the siblings
-import as top-level modules, as they do when this file runs as a script); the package import
-serves the unit tests.
+grader images as ``python3 -I -S /tests/grading.pyz`` (the archive is ``sys.path[0]``, so the
+siblings import as top-level modules, as they do when this file runs as a script); the package
+import serves the unit tests.
 """
 
 from __future__ import annotations
