@@ -6,6 +6,11 @@ Starting a container is the largest fixed cost of a run (about 0.15 s here), so 
 container is created and started while the agent phase runs, behind a gate: it waits, doing
 nothing, until the collected patch is put into it, then runs /tests/test.sh as its main
 process, exactly as a grader started afterwards would. It never sees the agent container.
+
+Every round trip to the engine on a run's path costs 10-80 ms, so a run makes few: the agent
+phase is the agent container's main process (no exec), its outputs come back in one archive,
+the grader's results, logs and OOM state are read at once, and containers are removed in the
+background (never leaked: the interpreter waits for those threads at exit).
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import shutil
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,13 +48,26 @@ GATE_SCRIPT = (
     # A FIFO held open for reading and writing makes `read -t` a sleep without a process.
     'g=/tmp/.packager-gate; if mkfifo "$g" 2>/dev/null && exec 3<>"$g"; then rm -f "$g"; '
     f"else g=; fi; while [ ! -e /{GATE_MEMBER} ]; do "
-    'if [ -n "$g" ]; then read -r -t 0.02 -u 3 _; else sleep 0.05; fi; done; '
+    'if [ -n "$g" ]; then read -r -t 0.01 -u 3 _; else sleep 0.02; fi; done; '
     "exec 3>&-; exec bash /tests/test.sh"
 )
 """The gate never removes its file: the engine is still setting the member's owner and times
 after creating it, and a file gone by then fails the whole put_archive (`lchown ...: no such
 file or directory`, an HTTP 500)."""
 assert sorted([PATCH_MEMBER, GATE_MEMBER]) == [PATCH_MEMBER, GATE_MEMBER]  # make_tar sorts
+
+AGENT_OUT = "/logs/agent"
+"""Where the agent phase leaves solve.sh's and the collect hook's output and exit codes."""
+AGENT_SCRIPT = (
+    f'o={AGENT_OUT}; mkdir -p "$o" || exit 125; '
+    'if [ "$1" = oracle ]; then '
+    'timeout --kill-after=10 "$2" bash -c /solution/solve.sh >"$o/solve.txt" 2>&1; '
+    'echo $? >"$o/solve.exit"; fi; '
+    'timeout --kill-after=10 120 bash -c "$3" >"$o/collect.txt" 2>&1; echo $? >"$o/collect.exit"'
+)
+"""The agent container's main process (`bash -c AGENT_SCRIPT agent KIND TIMEOUT COLLECT`): the
+oracle's solve.sh (put in before the container starts), then the collect hook, each with its
+deadline, as `docker exec` ran them before (same user, workdir and environment)."""
 
 
 @dataclass(frozen=True)
@@ -118,10 +138,10 @@ def _container(
     memory_mb: int | None = None,
     env: Mapping[str, str] | None = None,
     cpus: float | None = None,
-    removals: list[threading.Thread] | None = None,
+    background: bool = False,
 ) -> Iterator[Any]:
-    """A created container, removed (forced) on leaving: here, or in a thread appended to
-    `removals` when given (the caller joins it; the run goes on meanwhile).
+    """A created container, removed (forced) on leaving: here, or with `background` in a
+    thread (`remove_later`), so the run does not wait for it.
     """
     check_cancelled()
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
@@ -148,12 +168,10 @@ def _container(
     try:
         yield container
     finally:
-        if removals is None:
-            _remove_container(container)
+        if background:
+            remove_later(container)
         else:
-            removal = threading.Thread(target=_remove_container, args=(container,), daemon=True)
-            removal.start()
-            removals.append(removal)
+            _remove_container(container)
 
 
 def _remove_container(container: Any) -> None:
@@ -163,20 +181,42 @@ def _remove_container(container: Any) -> None:
         pass
 
 
+_REMOVALS: list[threading.Thread] = []
+_REMOVALS_LOCK = threading.Lock()
+
+
+def remove_later(container: Any) -> None:
+    """Force-remove `container` in a thread, off the run's path (a removal takes 30-200 ms).
+    The thread is not a daemon: the interpreter waits for it before exiting, so no container
+    outlives the process (after Ctrl-C, `remove_run_containers` also sweeps by run label).
+    """
+    thread = threading.Thread(target=_remove_container, args=(container,), name="remove")
+    with _REMOVALS_LOCK:
+        _REMOVALS[:] = [t for t in _REMOVALS if t.is_alive()]
+        _REMOVALS.append(thread)
+    thread.start()
+
+
+def wait_for_removals() -> None:
+    """Return once every container handed to `remove_later` so far is removed."""
+    with _REMOVALS_LOCK:
+        pending = list(_REMOVALS)
+    for thread in pending:
+        thread.join()
+
+
+_ENGINE_CPUS: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
 def _engine_cpus(client: DockerClient) -> float:
-    """The engine's CPU count (a quota above it is refused)."""
-    info = client.info() if hasattr(client, "info") else {}
-    return float(info.get("NCPU") or 1)
-
-
-def _exec(container: Any, command: str, workdir: str, timeout: int) -> tuple[int, str]:
-    """Run a shell command in a running container with a deadline (enforced by `timeout`)."""
-    result = container.exec_run(
-        ["timeout", "--kill-after=10", str(timeout), "bash", "-c", command],
-        workdir=workdir,
-        demux=False,
-    )
-    return int(result.exit_code), (result.output or b"").decode(errors="replace")
+    """The engine's CPU count (a quota above it is refused); asked once per client, since
+    `info` is one of the engine's slowest calls.
+    """
+    cached = _ENGINE_CPUS.get(client)
+    if cached is None:
+        info = client.info() if hasattr(client, "info") else {}
+        cached = _ENGINE_CPUS[client] = float(info.get("NCPU") or 1)
+    return cached
 
 
 def _oom_killed(box: Any) -> bool:
@@ -198,30 +238,26 @@ def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Pat
 
 
 def agent_phase(
-    client: DockerClient,
-    plan: RunPlan,
-    kind: str,
-    log_dir: Path,
-    removals: list[threading.Thread] | None = None,
+    client: DockerClient, plan: RunPlan, kind: str, log_dir: Path, background: bool = False
 ) -> AgentOutcome:
     """Run the agent phase (oracle or nop); the collected model.patch and solve.sh's exit.
-    With `removals`, the agent container is removed in a thread added there.
+    The container runs AGENT_SCRIPT as its main process; its outputs and the patch come back
+    in one archive of /logs. With `background`, the container is removed in a thread.
     """
-    solve_exit: int | None = None
-    solve_log: Path | None = None
+    deadline = (plan.agent_timeout_sec if kind == "oracle" else 0) + 120 + 30
+    command = ["bash", "-c", AGENT_SCRIPT, "agent", kind, str(plan.agent_timeout_sec)]
     with _container(
         client,
         plan.agent_image,
         plan.task,
         f"agent-{kind}",
-        ["sleep", "infinity"],
+        [*command, plan.collect],
         plan.workdir,
         plan.network,
         plan.memory_mb,
         cpus=plan.cpus,
-        removals=removals,
+        background=background,
     ) as box:
-        box.start()
         if kind == "oracle":
             files = {
                 f"solution/{p.relative_to(plan.solution_dir).as_posix()}": p.read_bytes()
@@ -229,17 +265,57 @@ def agent_phase(
                 if p.is_file()
             }
             box.put_archive("/", make_tar(files, {"solution/solve.sh": 0o755}))
-            solve_exit, out = _exec(box, "/solution/solve.sh", plan.workdir, plan.agent_timeout_sec)
-            solve_log = log_dir / "agent.txt"
-            solve_log.write_text(f"exit code {solve_exit}\n{out}")
-        code, out = _exec(box, plan.collect, plan.workdir, 120)
-        if code != 0:
-            (log_dir / "collect.txt").write_text(out)
+        box.start()
+        status = _wait(box, plan, "agent phase", deadline, log_dir)
         if plan.memory_mb is not None and _oom_killed(box):
             raise _oom_error(plan, "agent", log_dir)
-        stream, _ = box.get_archive("/logs/artifacts/model.patch")
-        data = read_tar_member(b"".join(stream), "model.patch")
-        return AgentOutcome(data or b"", solve_exit, solve_log)
+        if status.get("StatusCode") == 125:
+            said = box.logs(stdout=True, stderr=True).decode(errors="replace")
+            reason = f"the agent phase could not make {AGENT_OUT}: {excerpt(said)}"
+            raise RunError(plan.task, reason, log_dir)
+        stream, _ = box.get_archive("/logs")
+        archive = b"".join(stream)
+    outputs = {
+        name: (read_tar_member(archive, f"agent/{name}") or b"").decode(errors="replace")
+        for name in ("solve.txt", "solve.exit", "collect.txt", "collect.exit")
+    }
+    solve_exit: int | None = None
+    solve_log: Path | None = None
+    if kind == "oracle":
+        solve_exit = _exit_code(outputs["solve.exit"])
+        solve_log = log_dir / "agent.txt"
+        solve_log.write_text(f"exit code {solve_exit}\n{outputs['solve.txt']}")
+    if _exit_code(outputs["collect.exit"]) != 0:
+        (log_dir / "collect.txt").write_text(outputs["collect.txt"])
+    data = read_tar_member(archive, "artifacts/model.patch")
+    return AgentOutcome(data or b"", solve_exit, solve_log)
+
+
+def _exit_code(text: str) -> int:
+    """An exit code AGENT_SCRIPT wrote (-1: none, the step never finished)."""
+    return int(text.strip()) if text.strip().lstrip("-").isdigit() else -1
+
+
+def _wait(box: Any, plan: RunPlan, phase: str, deadline: float, log_dir: Path) -> dict[str, Any]:
+    """The container's exit status; a lost engine or the deadline passing is a RunError."""
+    try:
+        return dict(box.wait(timeout=deadline))
+    except Exception as exc:  # requests ReadTimeout or connection errors
+        if is_connection_error(exc):
+            raise RunError(
+                plan.task,
+                f"lost the Docker engine while the {phase} ran ({type(exc).__name__}: {exc})",
+                log_dir,
+            ) from exc
+        try:
+            box.kill()
+        except Exception:  # noqa: BLE001 - best effort before the report says why
+            pass
+        raise RunError(
+            plan.task,
+            f"{phase} did not finish within {deadline} s (timeout; {type(exc).__name__})",
+            log_dir,
+        ) from exc
 
 
 def _grader_container(client: DockerClient, plan: RunPlan, kind: str, command: list[str]) -> Any:
@@ -254,12 +330,14 @@ def _grader_container(client: DockerClient, plan: RunPlan, kind: str, command: l
         plan.memory_mb,
         dict(plan.grader_env),
         cpus=plan.cpus,
+        background=True,
     )
 
 
 class EarlyGrader:
     """A fresh grader container created and started behind the gate (GATE_SCRIPT) in a
-    thread, while the agent phase runs; `close` removes it whatever happened.
+    thread, while the agent phase runs; `close` has it removed (in the background) whatever
+    happened.
     """
 
     def __init__(self, client: DockerClient, plan: RunPlan, kind: str) -> None:
@@ -315,31 +393,15 @@ def run_grader_phase(
         else:
             box.put_archive("/", make_tar({PATCH_MEMBER: patch}))
             box.start()
-        deadline = plan.grade_timeout_sec + 120
-        try:
-            status = box.wait(timeout=deadline)
-        except Exception as exc:  # requests ReadTimeout or connection errors
-            if is_connection_error(exc):
-                raise RunError(
-                    plan.task,
-                    f"lost the Docker engine while grading ({type(exc).__name__}: {exc})",
-                    log_dir,
-                ) from exc
-            try:
-                box.kill()
-            except Exception:  # noqa: BLE001 - best effort before the report says why
-                pass
-            raise RunError(
-                plan.task,
-                f"grader did not finish within {deadline} s (timeout; {type(exc).__name__})",
-                log_dir,
-            ) from exc
-        if _oom_killed(box):
-            (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
-            raise _oom_error(plan, "grader", log_dir)
-        (log_dir / "grader.txt").write_bytes(box.logs(stdout=True, stderr=True))
-        stream, _ = box.get_archive("/logs/verifier")
-        archive = b"".join(stream)
+        status = _wait(box, plan, "grader", plan.grade_timeout_sec + 120, log_dir)
+        with ThreadPoolExecutor(3) as pool:  # three round trips at once
+            oom = pool.submit(_oom_killed, box)
+            logs = pool.submit(box.logs, stdout=True, stderr=True)
+            fetched = pool.submit(lambda: b"".join(box.get_archive("/logs/verifier")[0]))
+            (log_dir / "grader.txt").write_bytes(logs.result())
+            if oom.result():
+                raise _oom_error(plan, "grader", log_dir)
+            archive = fetched.result()
         files = {}
         for name in ("reward.json", "report.json", "test-output.txt"):
             data = read_tar_member(archive, name)
@@ -375,10 +437,9 @@ def run_once(
     started = time.monotonic()
     agent: AgentOutcome | None = None
     early = EarlyGrader(client, plan, kind) if patch is None else None
-    removals: list[threading.Thread] = []  # the agent container's, while the grader runs
     try:
         if patch is None:
-            agent = agent_phase(client, plan, kind, log_dir, removals)
+            agent = agent_phase(client, plan, kind, log_dir, background=True)
             patch = agent.patch
         report = run_grader_phase(client, plan, kind, patch, log_dir, early)
     except RunError as exc:
@@ -394,8 +455,6 @@ def run_once(
     finally:
         if early is not None:
             early.close()
-        for removal in removals:
-            removal.join()
     rewards = report["reward_json"]
     subscores = {k: float(v) for k, v in rewards.items() if k != "reward"}
     apply_log: str | None = None

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
-from packager.engines.containers import RunPlan, make_result, run_once
+from packager.engines.containers import RunPlan, make_result, run_once, wait_for_removals
 from packager.errors import InputError
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
@@ -80,6 +80,9 @@ def verify_task(
             break
     else:
         nop = run_once(client, plan, "nop", logs / "nop")
+    # Each run's containers were removed in the background while the next one ran; the
+    # task's are all gone before its result is (a caller may remove a volume or an image).
+    wait_for_removals()
     apply_logs = next(({"apply": r.apply_log} for r in oracle if r.apply_log), {})
     return make_result(
         task=slug,

@@ -8,9 +8,9 @@ It fails closed: a zero reward with status ``infra_error`` is written before any
 a crash, a kill or an unexpected exception can never leave a stale or missing reward behind.
 
 Standard library only, Python >= 3.9. Packed with its sibling modules into one zipapp, run in
-grader images as ``python3 /tests/grading.pyz`` (the archive is ``sys.path[0]``, so the siblings
-import as top-level modules, as they do when this file runs as a script); the package import
-serves the unit tests.
+grader images as ``python3 -I -S /tests/grading.pyz`` (the archive is ``sys.path[0]``, so the
+siblings import as top-level modules, as they do when this file runs as a script); the package
+import serves the unit tests.
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import judge, parsers, patching, rules
+    from . import parsers, patching, rules
 elif __package__:
-    from . import judge, parsers, patching, rules
+    from . import parsers, patching, rules
 else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
-    import judge
     import parsers
     import patching
     import rules
@@ -135,6 +135,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _expire(proc: subprocess.Popen[bytes], expired: threading.Event) -> None:
+    """The command's deadline passed: mark it timed out, then kill its process group."""
+    expired.set()
+    _kill_group(proc)
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -253,7 +259,7 @@ def run_logged(
         log.write(f"$ {command}\n{begin}\n".encode("utf-8", "replace"))
         log.flush()
         err = open(stderr_path, "ab") if stderr_path is not None else None
-        timed_out = False
+        expired = threading.Event()
         try:
             proc = subprocess.Popen(
                 [shell, "-c", command],
@@ -264,15 +270,18 @@ def run_logged(
                 stderr=err if err is not None else subprocess.STDOUT,
                 start_new_session=True,  # own process group, so one kill reaches every child
             )
+            # A timer kills the group at the deadline and `wait` blocks in waitpid: returns the
+            # moment the command ends (`wait(timeout=...)` polls, up to 50 ms late every run).
+            timer = threading.Timer(timeout, _expire, args=(proc, expired))
+            timer.daemon = True
+            timer.start()
             try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
                 code = proc.wait()
             finally:
+                timer.cancel()
                 _kill_group(proc)
                 sweep_descendants()
+            timed_out = expired.is_set()
         finally:
             if err is not None:
                 err.close()
@@ -801,6 +810,16 @@ def _run_script(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _import_judge() -> Any:
+    """The judge rule's module (urllib and its imports: a fifth of the runtime's start-up, so
+    only the judge rule loads it). Imported before the candidate patch is applied, as every
+    other module is: nothing the candidate adds to the repository can stand in for it.
+    """
+    import importlib
+
+    return importlib.import_module(f"{__package__}.judge" if __package__ else "judge")
+
+
 def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> None:
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
     if not isinstance(plan, dict):
@@ -812,6 +831,7 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     report["rule"] = rule
     if rule not in RULES:
         raise ValueError(f"plan: unknown rule {rule!r}")
+    judge = _import_judge() if rule == "judge" else None
     plan_dir = plan_path.resolve().parent
     repo = Path(str(plan["repo_dir"]))
     base = str(plan["base_commit"])
@@ -826,7 +846,7 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     _check_policy(plan, touched, report)
     _protect_and_add_tests(plan, plan_dir, repo, touched, report, grading_base)
 
-    if rule == "judge":
+    if judge is not None:
         try:
             reward, subscores = judge.judge_rule(plan, repo, out_dir, report, sweep_descendants)
         except judge.Halt as halt:
@@ -901,6 +921,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"grading: cannot write to {out_dir}: {exc}", file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, _on_sigterm)
+    set_subreaper()  # (and its ctypes import) before the candidate's files are in the repository
     try:
         report = grade(args.plan, out_dir, args.patch)
     except BaseException as exc:  # Terminated/KeyboardInterrupt between steps

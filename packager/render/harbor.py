@@ -50,7 +50,7 @@ GRADING_MODULES = (
 """The runtime's modules, packed into GRADING_ARCHIVE at its root (its `__init__.py` only
 serves the package import of the unit tests)."""
 GRADING_ARCHIVE = "grading.pyz"
-"""The grading runtime as one zipapp: `python3 /tests/grading.pyz /tests/plan.json` runs
+"""The grading runtime as one zipapp: `python3 -I -S /tests/grading.pyz /tests/plan.json` runs
 grade.py's main; the judge's Python runs `-m browser_agent` with the archive on PYTHONPATH."""
 _ARCHIVE_MAIN = b"""\
 # `python3 grading.pyz PLAN [--out DIR] [--patch FILE]` runs grade.py's main (made by packager).

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from packager.engines.containers import RunPlan, run_once
+from packager.engines.containers import RunPlan, run_once, wait_for_removals
 from packager.images.build import RUN_ID, labels_for
 from packager.images.tar import make_tar
 from tests.conftest import run_cli
@@ -518,6 +518,7 @@ def test_adversarial_patches(
     (tmp_path / "adversarial-table.txt").write_text(text)
     with capsys.disabled():
         print(text)
+    wait_for_removals()  # run_once removes its containers in the background
     left = docker_client.containers.list(all=True, filters={"label": "packager.tool=packager"})
     left = [
         c

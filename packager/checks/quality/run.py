@@ -201,6 +201,15 @@ def _skipped_files(files: Sequence[FileDiff]) -> tuple[SkippedFile, ...]:
     return tuple(SkippedFile(file=f.path, reason=why) for f in files if (why := skipped(f)))
 
 
+def _wait_for_removals() -> None:
+    """The ablations' containers, removed in the background while the next one ran, are all
+    gone before the report is written.
+    """
+    from packager.engines.containers import wait_for_removals
+
+    wait_for_removals()
+
+
 def run_quality(
     client: DockerClient,
     spec: TaskSpec,
@@ -252,6 +261,7 @@ def run_quality(
         qdir,
         log or (lambda _line: None),
     )
+    _wait_for_removals()
     hunks = _hunk_results(files, plan, done.runs)
     reasons = _reasons(hunks, leaks)
     return QualityReport(

@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -103,6 +104,7 @@ class Task:
         patch: str | None,
         proc_env: dict[str, str] | None = None,
         runtime: Path = GRADE_PY,
+        flags: tuple[str, ...] = (),
         **overrides: Any,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         plan = self.plan(**overrides)
@@ -111,7 +113,7 @@ class Task:
             patch_file.unlink(missing_ok=True)
         else:
             patch_file.write_text(patch)
-        cmd = [sys.executable, str(runtime), str(plan)]
+        cmd = [sys.executable, *flags, str(runtime), str(plan)]
         cmd += ["--out", str(self.out), "--patch", str(patch_file)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=proc_env)
         assert proc.returncode == 0, proc.stderr
@@ -664,3 +666,60 @@ def test_protected_files_are_restored_to_the_environments_state(task: Task) -> N
     reward, report = task.grade(cheat, environment_patch=str(recorded))
     assert report["violations"] == [{"kind": "protected_path_restored", "path": "pytest.ini"}]
     assert (task.repo / "pytest.ini").read_text() == ini and reward["reward"] == 1.0
+
+
+TEST_SH = Path(__file__).resolve().parents[2] / "golden/tree/tasks/samples__textkit-1/tests/test.sh"
+
+
+def _test_sh_flags() -> tuple[str, ...]:
+    """The interpreter flags test.sh runs the runtime with (`python3 FLAGS /tests/grading.pyz`)."""
+    [line] = [ln for ln in TEST_SH.read_text().splitlines() if ln.startswith("python3 ")]
+    words = shlex.split(line)
+    return tuple(words[1 : words.index("/tests/grading.pyz")])
+
+
+def test_test_sh_keeps_the_images_python_path_out_of_the_runtime(task: Task) -> None:
+    """An image whose PYTHONPATH holds the repository (ENV in a row's Dockerfile) and a
+    repository with a module named like one of the standard library's: the runtime, run as
+    test.sh runs it, imports the standard library's, so grading is not broken by the repo.
+    """
+    (task.repo / "secrets.py").write_text("raise ImportError('the repository, not the stdlib')\n")
+    run_git(task.repo, "add", "secrets.py")
+    run_git(task.repo, "commit", "-q", "-m", "a module named like the stdlib's")
+    task.base = run_git(task.repo, "rev-parse", "HEAD").strip()
+    env = dict(os.environ, PYTHONPATH=str(task.repo))
+    runtime = _archive(task.task)
+    gold = task.diff({"calc.py": CALC_FIXED})
+    flags = _test_sh_flags()
+    assert flags == ("-I", "-S")
+    reward, report = task.grade(gold, proc_env=env, runtime=runtime, flags=flags)
+    assert reward["reward"] == 1.0, report
+    # Without the flags the repository's module stands in for the runtime's: it breaks.
+    proc = subprocess.run(
+        [sys.executable, str(runtime), str(task.plan()), "--out", str(task.out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert "the repository, not the stdlib" in proc.stderr
+
+
+def test_the_runtime_starts_without_what_only_some_rules_use() -> None:
+    """Start-up is on every run's path: the judge's urllib, and dataclasses (inspect, ast,
+    ...), load only for the rule that needs them.
+    """
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import grade; "
+        "print(sorted(m for m in ('judge', 'urllib.request', 'http.client', 'dataclasses', "
+        "'inspect') if m in sys.modules))"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = _archive(Path(tmp))
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code, str(archive)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    assert proc.stdout.split() == ["[]"]

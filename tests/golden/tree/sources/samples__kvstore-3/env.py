@@ -168,7 +168,8 @@ async def _run_grader(patch: Path) -> EvaluationResult:
         {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
     )
     python = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else "python3"
-    argv = [python, str(GRADER_DIR / "grading.pyz"), str(GRADER_DIR / "plan.json")]
+    # -I -S as test.sh: nothing from the image's environment or site-packages in the runtime.
+    argv = [python, "-I", "-S", str(GRADER_DIR / "grading.pyz"), str(GRADER_DIR / "plan.json")]
     proc = await asyncio.create_subprocess_exec(
         *argv,
         "--patch",

@@ -3,7 +3,9 @@
 # Harbor ignores this script's exit code and reads /logs/verifier/reward.json, so a reward is
 # written whatever happens: the runtime writes it, and if the runtime itself dies, this does.
 mkdir -p /logs/verifier
-python3 /tests/grading.pyz /tests/plan.json "$@"
+# -I: no PYTHONPATH or user site from the image (the candidate's repository must never stand
+# in for a module of the runtime); -S: no site-packages scan (stdlib only, and faster).
+python3 -I -S /tests/grading.pyz /tests/plan.json "$@"
 status=$?
 if [ ! -s /logs/verifier/reward.json ]; then
   printf '{"reward": 0}\n' > /logs/verifier/reward.json
