@@ -232,11 +232,6 @@ def _oom_error(plan: RunPlan, phase: str, log_dir: Path) -> RunError:
     )
 
 
-def run_agent_phase(client: DockerClient, plan: RunPlan, kind: str, log_dir: Path) -> bytes:
-    """Run the agent phase (oracle or nop) and return the collected model.patch."""
-    return agent_phase(client, plan, kind, log_dir).patch
-
-
 def agent_phase(
     client: DockerClient, plan: RunPlan, kind: str, log_dir: Path, background: bool = False
 ) -> AgentOutcome:
