@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from packager.render.write import Staging
 
 
-RENDER_INLINE_ROWS = 200
+RENDER_INLINE_ROWS = 32
 """Rows rendered in this process before render workers take over: a small render never forks."""
 RENDER_CHUNK = 16
 """Specs sent to a render worker at a time."""
@@ -196,10 +196,13 @@ def render_selection(
             if spec is not None:
                 written.append(spec)
         scan.finish()
+        # Into an empty output, each of tasks/, sources/ and manifests/ moves in one rename.
+        kinds = (paths.task_dir, paths.source_dir, paths.manifest_dir)
+        whole = [bool(staged) and staging.place_new(kind(staged[0][1]).parent) for kind in kinds]
         for task_id, slug in staged:
-            staging.place(paths.task_dir(slug))
-            staging.place(paths.source_dir(slug))
-            staging.place(paths.manifest_dir(slug))
+            for kind, placed in zip(kinds, whole, strict=True):
+                if not placed:
+                    staging.place(kind(slug))
             if on_task is not None:
                 on_task(task_id, paths.task_dir(slug))
     # The Harbor dataset manifest covers every task folder of the dataset, not only this run's.
