@@ -188,6 +188,8 @@ class Staging:
             else:
                 del self._same[(id(data), mode)]
             return False
+        if not large:  # remembered as the newest: a constant every task has stays
+            self._same[(id(data), mode)] = self._same.pop((id(data), mode))
         used.add(staged)
         return True
 

@@ -158,6 +158,15 @@ def _stage_in_order(
                 yield from pending.popleft().get()
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's cpuset, `taskset`), one
+    render worker each; `os.cpu_count()` counts the machine's.
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def render_selection(
     sel: Selection,
     out: Path,
@@ -185,7 +194,7 @@ def render_selection(
     scan = RowScan(sel)
     with Staging(paths.base) as staging:
         stage = _TaskStager(paths, staging, sel, sel.context(), keep_specs)
-        for spec, done in _stage_in_order(scan.rows(), stage, workers or os.cpu_count() or 1):
+        for spec, done in _stage_in_order(scan.rows(), stage, workers or _usable_cpus()):
             if done is None:
                 continue  # left out by --repo / --language
             scan.matched += 1
