@@ -75,6 +75,8 @@ class Render:
     written: int
     wall_sec: float
     peak_mb: float
+    cpu_sec: float = 0.0
+    """User + system time of the render and its workers (steadier than wall on a busy machine)."""
 
     @property
     def rows_per_sec(self) -> float:
@@ -114,7 +116,13 @@ def run_render(folder: Path, rows: int, only: int | None = None, code: Path = RO
         tail = (folder / "render.log").read_text(errors="replace")[-4000:]
         raise SystemExit(f"render of {rows} rows exited {proc.returncode}:\n{tail}")
     written = len(os.listdir(out / "rows" / "tasks"))
-    return Render(rows=rows, written=written, wall_sec=wall, peak_mb=usage.ru_maxrss / 1024)
+    return Render(
+        rows=rows,
+        written=written,
+        wall_sec=wall,
+        peak_mb=usage.ru_maxrss / 1024,
+        cpu_sec=usage.ru_utime + usage.ru_stime,
+    )
 
 
 def time_help(runs: int = 5) -> float:
@@ -146,13 +154,16 @@ def run_cards(tmp: Path, rows: int, compare: Path | None) -> bool:
         ours = run_render(tmp / f"card-{index}", rows, only=index)
         line = (
             f"card {card:<12} {ours.written} rows: {ours.wall_sec:5.2f} s, "
-            f"{ours.rows_per_sec:4.0f} rows/s, peak {ours.peak_mb:3.0f} MB"
+            f"{ours.rows_per_sec:4.0f} rows/s, peak {ours.peak_mb:3.0f} MB, "
+            f"cpu {ours.cpu_sec / rows * 1e3:4.2f} ms/row"
         )
         if compare is not None:
             theirs = run_render(tmp / f"card-{index}-compare", rows, only=index, code=compare)
             line += (
                 f"; {compare.name}: {theirs.rows_per_sec:4.0f} rows/s, peak "
-                f"{theirs.peak_mb:3.0f} MB; ratio {ours.rows_per_sec / theirs.rows_per_sec:.2f}"
+                f"{theirs.peak_mb:3.0f} MB, cpu {theirs.cpu_sec / rows * 1e3:4.2f} ms/row; "
+                f"ratio {ours.rows_per_sec / theirs.rows_per_sec:.2f} "
+                f"(cpu {theirs.cpu_sec / ours.cpu_sec:.2f})"
             )
         met = (
             ours.rows_per_sec >= MIN_ROWS_PER_SEC

@@ -44,9 +44,15 @@ def _environment() -> Any:
     return env
 
 
+@lru_cache(maxsize=64)
+def _template(name: str) -> Any:
+    """A compiled template, looked up once per process (not once per task)."""
+    return _environment().get_template(name)
+
+
 def render_template(name: str, **context: Any) -> bytes:
     """Render `templates/<name>` with `context`; an undefined variable raises."""
-    text: str = _environment().get_template(name).render(**context)
+    text: str = _template(name).render(**context)
     return text.encode()
 
 

@@ -107,6 +107,8 @@ __pycache__/
 *~
 /environment/{SNAPSHOT_FILE}
 """
+_TASK_GITIGNORE_FILE = text_file(TASK_GITIGNORE)
+"""One bytes object for every task: staged once, then hard-linked (render/write.py)."""
 
 
 @dataclass(frozen=True)
@@ -507,7 +509,7 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
     }
     grader_image = naming.make_image_tag(p.dataset, p.slug, "grader", image_digest(tests))
     files: FileTree = {
-        ".gitignore": text_file(TASK_GITIGNORE),
+        ".gitignore": _TASK_GITIGNORE_FILE,
         "task.toml": OutFile(_task_toml(spec, agent_image, grader_image)),
         "instruction.md": OutFile(
             render_template(

@@ -12,9 +12,11 @@ instruction.md, environment/, tests/, solution/, ..., filtered by the task's .gi
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -79,19 +81,37 @@ def select_task_files(rels: Iterable[str], gitignore: str | None, where: str) ->
                 raise ValueError(f"{where}/{rel}: not supported by the digest here")
             continue
         found.append(rel)
-    dirs, globs, anchored = _ignore_rules(gitignore, f"{where}/.gitignore")
+    try:
+        dirs, glob, anchored = _compiled_rules(gitignore)
+    except ValueError:
+        _ignore_rules(gitignore, f"{where}/.gitignore")  # the same error, naming the task
+        raise
 
     def ignored(rel: str) -> bool:
         parts = rel.split("/")
         return (
             any(part in dirs for part in parts[:-1])
-            or any(fnmatch.fnmatchcase(parts[-1], g) for g in globs)
-            or any(
-                fnmatch.fnmatchcase(rel, a) or rel.startswith(a.rstrip("/") + "/") for a in anchored
-            )
+            or glob.match(parts[-1]) is not None
+            or any(a.match(rel) is not None or rel.startswith(prefix) for a, prefix in anchored)
         )
 
     return sorted(rel for rel in found if not ignored(rel))
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_rules(
+    gitignore: str | None,
+) -> tuple[frozenset[str], re.Pattern[str], tuple[tuple[re.Pattern[str], str], ...]]:
+    """`_ignore_rules` as patterns, compiled once per .gitignore text (every task of a render
+    has the same one): the basename globs as one pattern, each anchored path with its prefix.
+    """
+    dirs, globs, anchored = _ignore_rules(gitignore, ".gitignore")
+    glob = re.compile("|".join(fnmatch.translate(g) for g in globs) or r"(?!)")
+    return (
+        frozenset(dirs),
+        glob,
+        tuple((re.compile(fnmatch.translate(a)), a.rstrip("/") + "/") for a in anchored),
+    )
 
 
 def task_files(task_dir: Path) -> list[str]:
@@ -165,11 +185,17 @@ def write_harbor_dataset(
     known_digests = known_digests or {}
     known_names = known_names or {}
     resolved_base = base.resolve()
+    tasks = base / "tasks"
+    plain = not tasks.is_symlink()  # then a folder just written there is tasks/<name>
     for folder in folders:
-        resolved = folder.resolve()
-        rel = os.path.relpath(resolved, resolved_base)
-        path = Path(rel).as_posix() if not rel.startswith("..") else str(resolved)
-        digest = known_digests.get(folder) or task_digest(folder)
+        digest = known_digests.get(folder)
+        if digest is not None and plain and folder.parent == tasks:
+            path = f"tasks/{folder.name}"  # just written there: no symlink to resolve
+        else:
+            resolved = folder.resolve()
+            rel = os.path.relpath(resolved, resolved_base)
+            path = Path(rel).as_posix() if not rel.startswith("..") else str(resolved)
+        digest = digest or task_digest(folder)
         entry_name = known_names.get(folder) or folder_task_name(folder)
         entries.append({"name": entry_name, "digest": digest, "path": path})
     entries.sort(key=lambda e: e["name"])

@@ -62,6 +62,8 @@ _DOCKERIGNORE = f"""\
 !{BUILD_WHEELS_NAME}
 !{BUILD_WHEELS_NAME}/**
 """
+_DOCKERIGNORE_FILE = OutFile(_DOCKERIGNORE.encode())
+"""One bytes object for every task: staged once, then hard-linked (render/write.py)."""
 
 
 def _optional(name: str) -> str:
@@ -135,7 +137,7 @@ def make_hud_files(
         )
     )
     files["pyproject.toml"] = OutFile(tomli_w.dumps(_pyproject(env_name)).encode())
-    files[".dockerignore"] = OutFile(_DOCKERIGNORE.encode())
+    files[".dockerignore"] = _DOCKERIGNORE_FILE
     files["instruction.md"] = text_file(spec.instruction)
 
     for path in files:

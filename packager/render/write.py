@@ -10,6 +10,11 @@ system calls: folders are made once, and modes are set by `open`/`mkdir` themsel
 umask would change them (then each is fixed with `chmod`). A large file every task carries
 (the grading runtime's zipapp, twice per task) is written once per staging process and
 hard-linked after that: 2,000 tasks would otherwise write 470 MB of the same bytes.
+A file made from the very bytes object of a file staged before (the grader payload, in both
+the task's tests/ and its HUD folder; a constant such as the task's .gitignore) is a hard link
+too (issue 20): a link allocates no inode, and allocating inodes is most of a render's kernel
+time (on ext4 without a journal, each one skips every recently freed inode of its group). Two
+paths of one staged folder never share a file (a build context holds no hard links).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ SHARE_MIN_BYTES = 32 * 1024
 """Files at least this large are hard-linked to an identical file staged before."""
 SHARE_MAX_FILES = 32
 """Distinct large files remembered per Staging (memory stays flat over any number of rows)."""
+SAME_MAX_FILES = 256
+"""Smaller files remembered by their bytes object, newest first (a few MB at most)."""
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -55,6 +62,9 @@ class Staging:
         self._old = 0
         self._shared: dict[tuple[bytes, int], str] = {}
         """A staged copy of each large file, by content and mode (see SHARE_MIN_BYTES)."""
+        self._same: dict[tuple[int, int], tuple[bytes, str]] = {}
+        """A staged copy of each recent smaller file, by the id of its bytes object and its
+        mode (the object is kept, so its id is not reused while it is remembered)."""
 
     def __enter__(self) -> Staging:
         return self
@@ -131,35 +141,76 @@ class Staging:
         for folder in sorted(folders):
             self._mkdir(os.path.join(top, folder))
         kept = self._kept_bits or 0  # set by the mkdir of `top`; 0 would chmod every file
+        used: set[str] = set()
+        """The staged files this folder has a path to (no two of its paths share one)."""
         for path, item in tree.items():
             target = os.path.join(top, path)
-            if len(item.data) >= SHARE_MIN_BYTES and self._link(item.data, item.mode, target):
+            data, mode = item.data, item.mode
+            large = len(data) >= SHARE_MIN_BYTES
+            if self._link(data, mode, target, large, used):
                 continue
-            fd = os.open(target, _CREATE, item.mode)
+            fd = os.open(target, _CREATE, mode)
             try:
-                view = memoryview(item.data)
+                view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
             finally:
                 os.close(fd)
-            if item.mode & ~kept:
-                os.chmod(target, item.mode)  # open's mode is masked by the umask
-            if len(item.data) >= SHARE_MIN_BYTES and len(self._shared) < SHARE_MAX_FILES:
-                self._shared[(item.data, item.mode)] = target
+            if mode & ~kept:
+                os.chmod(target, mode)  # open's mode is masked by the umask
+            used.add(target)
+            if large:
+                if len(self._shared) < SHARE_MAX_FILES:
+                    self._shared[(data, mode)] = target
+            elif (id(data), mode) not in self._same:
+                self._same[(id(data), mode)] = (data, target)
+                if len(self._same) > SAME_MAX_FILES:
+                    del self._same[next(iter(self._same))]  # the oldest
 
-    def _link(self, data: bytes, mode: int, target: str) -> bool:
-        """Hard-link `target` to a staged file with these bytes and mode, if one is still in
-        the staging folder (a placed folder has moved: then the bytes are written again).
-        Files are only ever created, never rewritten, so the names sharing a file stay alike.
+    def _link(self, data: bytes, mode: int, target: str, large: bool, used: set[str]) -> bool:
+        """Hard-link `target` to a staged file with these bytes and mode (large: equal bytes;
+        smaller: the same bytes object), if one is still in the staging folder and not yet in
+        this folder (a placed folder has moved: then the bytes are written again). Files are
+        only ever created, never rewritten, so the names sharing a file stay alike.
         """
-        staged = self._shared.get((data, mode))
-        if staged is None:
+        if large:
+            staged = self._shared.get((data, mode))
+        else:
+            found = self._same.get((id(data), mode))
+            staged = found[1] if found is not None and found[0] is data else None
+        if staged is None or staged in used:
             return False
         try:
             os.link(staged, target)
         except OSError:
-            del self._shared[(data, mode)]
+            if large:
+                del self._shared[(data, mode)]
+            else:
+                del self._same[(id(data), mode)]
             return False
+        if not large:  # remembered as the newest: a constant every task has stays
+            self._same[(id(data), mode)] = self._same.pop((id(data), mode))
+        used.add(staged)
+        return True
+
+    def place_new(self, dest: Path) -> bool:
+        """Rename the staged folder `dest` (a folder of folders, e.g. `tasks/`) into place
+        whole when nothing is there yet: one rename instead of one per task. False (nothing
+        moved) when `dest` holds something, or nothing of it was staged.
+        """
+        if self._dir is None or os.path.lexists(dest):
+            return False
+        staged = os.path.join(self._dir, dest.relative_to(self.root).as_posix())
+        if not os.path.isdir(staged):
+            return False
+        self._makedirs(str(dest.parent))
+        try:
+            os.rename(staged, dest)  # an empty folder made meanwhile is replaced, too
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                return False  # made and filled meanwhile: placed one by one instead
+            raise
+        self._made = {m for m in self._made if m != staged and not m.startswith(staged + "/")}
         return True
 
     def place(self, dest: Path) -> Path:

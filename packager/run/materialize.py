@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from packager.render.write import Staging
 
 
-RENDER_INLINE_ROWS = 200
+RENDER_INLINE_ROWS = 32
 """Rows rendered in this process before render workers take over: a small render never forks."""
 RENDER_CHUNK = 16
 """Specs sent to a render worker at a time."""
@@ -158,6 +158,15 @@ def _stage_in_order(
                 yield from pending.popleft().get()
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's cpuset, `taskset`), one
+    render worker each; `os.cpu_count()` counts the machine's.
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def render_selection(
     sel: Selection,
     out: Path,
@@ -185,7 +194,7 @@ def render_selection(
     scan = RowScan(sel)
     with Staging(paths.base) as staging:
         stage = _TaskStager(paths, staging, sel, sel.context(), keep_specs)
-        for spec, done in _stage_in_order(scan.rows(), stage, workers or os.cpu_count() or 1):
+        for spec, done in _stage_in_order(scan.rows(), stage, workers or _usable_cpus()):
             if done is None:
                 continue  # left out by --repo / --language
             scan.matched += 1
@@ -196,10 +205,13 @@ def render_selection(
             if spec is not None:
                 written.append(spec)
         scan.finish()
+        # Into an empty output, each of tasks/, sources/ and manifests/ moves in one rename.
+        kinds = (paths.task_dir, paths.source_dir, paths.manifest_dir)
+        whole = [bool(staged) and staging.place_new(kind(staged[0][1]).parent) for kind in kinds]
         for task_id, slug in staged:
-            staging.place(paths.task_dir(slug))
-            staging.place(paths.source_dir(slug))
-            staging.place(paths.manifest_dir(slug))
+            for kind, placed in zip(kinds, whole, strict=True):
+                if not placed:
+                    staging.place(kind(slug))
             if on_task is not None:
                 on_task(task_id, paths.task_dir(slug))
     # The Harbor dataset manifest covers every task folder of the dataset, not only this run's.

@@ -230,7 +230,8 @@ def test_a_large_file_every_task_carries_is_written_once_and_linked(tmp_path: Pa
     assert found["a"]["tests/grading.pyz"].st_ino == found["c"]["tests/grading.pyz"].st_ino
     assert found["a"]["run.sh"].st_ino == found["b"]["run.sh"].st_ino
     assert found["a"]["run.sh"].st_ino != found["a"]["tests/grading.pyz"].st_ino
-    assert found["a"]["small.txt"].st_nlink == 1
+    assert found["a"]["small.txt"].st_ino == found["c"]["small.txt"].st_ino  # one object
+    assert found["a"]["small.txt"].st_nlink == 3
     for name, stats in found.items():
         for path, item in tree.items():
             assert (tmp_path / "tasks" / name / path).read_bytes() == item.data, (name, path)
@@ -247,3 +248,48 @@ def test_rendered_tasks_share_the_grading_runtime(tmp_path: Path) -> None:
     copies = sorted(tmp_path.glob("samples/*/*/**/grading.pyz"))
     assert len(copies) == 10  # two per task: the Harbor task's tests/ and the HUD grader/
     assert len({os.stat(p).st_ino for p in copies}) == 1
+
+
+def test_smaller_files_are_linked_only_to_the_same_bytes_object_in_another_folder(
+    tmp_path: Path,
+) -> None:
+    shared = b"# the same object in every folder\n"
+    with Staging(tmp_path) as staging:
+        for name in ("a", "b"):
+            staging.write(
+                tmp_path / "tasks" / name,
+                {
+                    "one": OutFile(shared),
+                    "two": OutFile(shared),  # same object, same folder: a file of its own
+                    "equal": OutFile(bytes(bytearray(b"equal bytes\n"))),  # a new object
+                    "exec": OutFile(shared, 0o755),  # same object, other mode
+                },
+            )
+        staging.place(tmp_path / "tasks" / "a")
+        staging.place(tmp_path / "tasks" / "b")
+    a, b = tmp_path / "tasks" / "a", tmp_path / "tasks" / "b"
+    ino = {(d.name, p): os.stat(d / p).st_ino for d in (a, b) for p in ("one", "two", "equal")}
+    assert ino[("a", "one")] == ino[("b", "one")]
+    assert os.stat(a / "one").st_nlink == 2
+    for d in (a, b):
+        assert len({ino[(d.name, "one")], ino[(d.name, "two")], os.stat(d / "exec").st_ino}) == 3
+    assert ino[("a", "equal")] != ino[("b", "equal")]  # equal bytes are not looked for
+    assert stat.S_IMODE(os.stat(b / "exec").st_mode) == 0o755
+    for d in (a, b):
+        assert [(d / p).read_bytes() for p in ("one", "two", "exec")] == [shared] * 3
+
+
+def test_a_folder_of_folders_moves_whole_into_an_empty_output(tmp_path: Path) -> None:
+    with Staging(tmp_path) as staging:
+        staging.write(tmp_path / "tasks" / "a", TREE)
+        staging.write(tmp_path / "tasks" / "b", TREE)
+        assert staging.place_new(tmp_path / "tasks")
+        assert not staging.place_new(tmp_path / "tasks")  # there now: placed one by one
+        staging.write(tmp_path / "tasks" / "c", TREE)
+        assert not staging.place_new(tmp_path / "tasks")
+        assert not staging.place_new(tmp_path / "sources")  # nothing staged
+        staging.place(tmp_path / "tasks" / "c")
+    assert sorted(p.name for p in (tmp_path / "tasks").iterdir()) == ["a", "b", "c"]
+    for name in ("a", "b", "c"):
+        assert _listing(tmp_path / "tasks" / name) == EXPECTED
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
