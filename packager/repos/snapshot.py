@@ -9,7 +9,6 @@ the agent image cannot show the fix. With history `full` it holds the history up
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import tarfile
@@ -89,17 +88,23 @@ def write_snapshot_repo(
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    run(
-        "-c",
-        "gc.reflogExpire=now",
-        "-c",
-        "pack.threads=1",
-        "gc",
-        "--quiet",
-        "--prune=now",
-        cwd=dest,
-        problem="packing the snapshot",
-    )
+    if files is not None:
+        # An inline commit's objects are loose: pack them. A copy from a source is one pack
+        # of exactly the objects its refs reach already (`_pack_history`, `_copy_base_tree`),
+        # so a repack would only read and write the whole history once more.
+        run(
+            "-c",
+            "gc.reflogExpire=now",
+            "-c",
+            "pack.threads=1",
+            "gc",
+            "--quiet",
+            "--prune=now",
+            cwd=dest,
+            problem="packing the snapshot",
+        )
+    else:
+        run("pack-refs", "--all", cwd=dest, problem="packing the snapshot's refs")
     return head
 
 
@@ -146,10 +151,13 @@ def _copy_from_source(
         return _copy_base_tree(run, dest, git_dir, commit, base_commit, objects)
     if shallow is not None:
         _refuse_cut_history(run, git_dir, commit, base_commit, label, shallow)
-    _fetch_history(run, dest, git_dir, commit, base_commit, label)
+    tags = _tag_targets(run, git_dir, past_tags(run, git_dir, git_dir, commit))
+    _pack_history(run, dest, git_dir, commit, base_commit, label, tags)
+    refs = f"update refs/heads/main {commit}\n"
+    refs += "".join(f"update {name} {oid}\n" for name, oid in tags.items())
+    run("update-ref", "--stdin", cwd=dest, stdin=refs.encode(), problem="writing the refs")
     run("symbolic-ref", "HEAD", "refs/heads/main", cwd=dest)
     run("reset", "--quiet", "--hard", "refs/heads/main", cwd=dest, problem="checking out")
-    _copy_past_tags(run, dest, git_dir, commit)
     return commit
 
 
@@ -198,25 +206,38 @@ def _refuse_cut_history(
         )
 
 
-def _fetch_history(
-    run: Git, dest: Path, git_dir: Path, commit: str, base_commit: str, label: str
+def _pack_history(
+    run: Git,
+    dest: Path,
+    git_dir: Path,
+    commit: str,
+    base_commit: str,
+    label: str,
+    tags: dict[str, str],
 ) -> None:
-    """Fetch the history up to `commit` into `dest`'s main branch; a failure names the
-    history objects the source lacks.
+    """Write into `dest` one pack (and its index) of exactly the objects `commit` and `tags`
+    reach; a failure names the history objects the source lacks.
+
+    The pack is made by the source itself (`pack-objects --revs`, reading only): its deltas
+    are reused as they are, and the pack comes with its index, so nothing is resolved or
+    hashed again on the receiving side (a fetch indexes every object of the history once
+    more, and a repack after it reads and writes them all again). Every row of a repository
+    thus reads the one store of that repository (the mirror) and writes only its own pack.
     """
-    # Fetch only what base_commit reaches (protocol v2 serves any reachable commit id);
-    # the source repository is never modified.
-    fetch = run(
-        "fetch",
+    pack_dir = dest / ".git" / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    wanted = "".join(f"{rev}\n" for rev in (commit, *tags.values())).encode()
+    pack = run(
+        "pack-objects",
         "--quiet",
-        "--no-tags",
-        "--update-head-ok",
-        str(git_dir),
-        f"{commit}:refs/heads/main",
-        cwd=dest,
+        "--revs",
+        "--delta-base-offset",
+        str(pack_dir / "pack"),
+        cwd=git_dir,
+        stdin=wanted,
         check=False,
     )
-    if fetch.returncode == 0:
+    if pack.returncode == 0:
         return
     lost, complaint = history_missing(run, git_dir, commit)
     problem = f"cannot copy the history of {base_commit} from repo source {label}"
@@ -234,8 +255,8 @@ def _fetch_history(
         run.task,
         "repo",
         problem,
-        command=[str(a) for a in fetch.args],
-        stderr=tail(fetch.stderr),
+        command=[str(a) for a in pack.args],
+        stderr=tail(pack.stderr),
         missing=lost,
     )
 
@@ -275,22 +296,22 @@ def past_tags(run: Git, git_dir: Path, repo: Path, commit: str) -> list[str]:
     return kept
 
 
-def _copy_past_tags(run: Git, dest: Path, git_dir: Path, commit: str) -> None:
-    """Fetch `past_tags` (with their tag objects) into the snapshot; nothing else comes."""
-    names = past_tags(run, git_dir, dest, commit)
+def _tag_targets(run: Git, git_dir: Path, names: list[str]) -> dict[str, str]:
+    """Each tag ref of `names` and the object it names in `git_dir` (an annotated tag's own
+    object, so the snapshot keeps it with its message).
+    """
     if not names:
-        return
-    refspecs = "".join(f"{name}:{name}\n" for name in names).encode()
-    run(
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--stdin",
-        str(git_dir),
-        cwd=dest,
-        stdin=refspecs,
-        problem="copying the tags older than the base commit",
-    )
+        return {}
+    listing = run(
+        "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags", cwd=git_dir
+    ).stdout.decode()
+    wanted = set(names)
+    return {
+        name: oid
+        for line in listing.splitlines()
+        for name, _, oid in [line.partition(" ")]
+        if name in wanted
+    }
 
 
 def _copy_base_tree(
@@ -343,8 +364,11 @@ editable wheel of the repository) can record."""
 
 def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
     """A deterministic tar of the snapshot (sorted, uid 0, every mtime SNAPSHOT_MTIME)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    tmp = tar_path.with_suffix(".tmp")
+    with (
+        tmp.open("wb") as out,
+        tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for path in sorted(repo.rglob("*")):
             rel = path.relative_to(repo).as_posix()
             info = tar.gettarinfo(str(path), arcname=rel)
@@ -357,6 +381,4 @@ def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
                     tar.addfile(info, fh)
             else:
                 tar.addfile(info)
-    tmp = tar_path.with_suffix(".tmp")
-    tmp.write_bytes(buf.getvalue())
     os.replace(tmp, tar_path)

@@ -87,10 +87,12 @@ class TaskJob:
         """The task's final result: built, then verified unless the job only builds."""
         from packager.models.spec import TaskResult
 
+        started = time.monotonic()
         staged = self.build(spec)
-        if isinstance(staged, TaskResult):
-            return staged
-        return self.verify(staged)
+        result = staged if isinstance(staged, TaskResult) else self.verify(staged)
+        # The task's whole wall time (build, audit, runs), beside its stages' own seconds.
+        durations = {**result.durations, "task": round(time.monotonic() - started, 3)}
+        return result.model_copy(update={"durations": durations})
 
     def build(self, spec: TaskSpec) -> TaskResult | Staged:
         """Build and audit one task (and prove a web app answers): its final result when it

@@ -130,6 +130,7 @@ def test_a_build_only_job_ends_built_with_its_tags_computed_once(
     assert result.status == "built"
     assert result.images == tags.images
     assert result.image_ids == {}
-    assert set(result.durations) == {"build", "agent_build", "grader_build", "audit"}
+    assert set(result.durations) == {"build", "agent_build", "grader_build", "audit", "task"}
     assert (result.durations["grader_build"], result.durations["audit"]) == (2.0, 0.5)
+    assert result.durations["task"] >= result.durations["build"]  # the whole job's wall
     assert set(result.logs) == {"dir", "grader_log", "audit"}
