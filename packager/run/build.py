@@ -84,6 +84,9 @@ class BuildOutcome:
     """The agent image existed but its bases (or its flat image) had changed."""
     snapshot_seconds: float | None = None
     """Seconds the repository snapshot took (None when the agent image was there)."""
+    environment_image: str | None = None
+    """The environment image's tag, built now or there before (None when the agent image was
+    there, or its Dockerfile adds no snapshot)."""
 
     @property
     def images(self) -> dict[str, str]:
@@ -178,6 +181,8 @@ class _AgentPlan:
     flattened: FlattenOutcome | None = None
     snapshot_seconds: float | None = None
     """Seconds the snapshot took (None: not written, the agent image was there)."""
+    environment_image: str | None = None
+    """The environment image the agent image was built on (None: not built now, or none)."""
 
     def ensure_flat(self) -> None:
         """Flatten the published image (once; it returns at once when the flat image exists)."""
@@ -355,6 +360,8 @@ def _build_agent(
         if context != own_context:
             shutil.rmtree(context, ignore_errors=True)
     env_build = None
+    if environment is not None:
+        plan.environment_image = environment.tag
     if environment is not None and environment.built:
         env_build = ImageBuild(
             environment.tag, True, round(environment.duration_sec, 3), str(environment.log_path)
@@ -434,6 +441,7 @@ def build_task(
         _flattening(client, plan),
         plan.rebuild,
         plan.snapshot_seconds,
+        plan.environment_image,
     )
 
 
