@@ -15,7 +15,7 @@ specs. Each pass packages every row into an output folder of its own (`OUT/<pass
 Nothing else is removed: no base image, no image of another dataset, no build cache.
 
     python benchmarks/realrows.py --mirrors DIR [--rows FILE] [--ids ID,...] [--out DIR] \\
-        [--ca-bundle FILE] [--passes warm-j1,warm-j2,cold-j1,cold-j2] [--quick]
+        [--ca-bundle FILE] [--passes warm-j1,warm-j2,cold-j1,cold-j2] [--quick] [--code DIR]
 
 `--quick` runs the warm `-j 1` pass only. Prints, per pass, a table of each row's seconds
 (its wall, snapshot, environment build, agent build, grader build, audit, each run, the other
@@ -70,10 +70,14 @@ run stage outside the runs' own seconds (run plans, containers, grading set-up);
 `bookkeeping`: the two together."""
 
 
+CODE = ROOT
+"""The checkout whose packager runs (`--code`: another one, e.g. the code before a change)."""
+
+
 def packager(*args: str) -> tuple[float, int]:
     """Run the CLI; its wall seconds and exit code (its output goes to ours)."""
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "packager", *args], cwd=ROOT, check=False)
+    proc = subprocess.run([sys.executable, "-m", "packager", *args], cwd=CODE, check=False)
     return time.monotonic() - started, proc.returncode
 
 
@@ -242,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ca-bundle", type=Path)
     parser.add_argument("--passes", default="warm-j1,warm-j2,cold-j1,cold-j2")
     parser.add_argument("--quick", action="store_true", help="only the warm -j 1 pass")
+    parser.add_argument("--code", type=Path, help="run the packager of this checkout instead")
     args = parser.parse_args(argv)
+    global CODE
+    CODE = (args.code or ROOT).resolve()
     args.out = args.out.resolve()
     ids = [i.strip() for i in args.ids.split(",") if i.strip()]
     rows = {}
