@@ -1,9 +1,11 @@
 """Snapshot seconds per real row: this checkout's `write_snapshot_repo` + `write_snapshot_tar`
 against another checkout's (`--compare DIR`, e.g. the code before a change), interleaved row by
 row, with a check that both cut the same repository (same objects, refs, HEAD, index, status).
-No cache is involved: every row is cut from its mirror.
+The snapshot tar cache is not involved: every row is cut from its mirror (with
+`--shared-packs DIR`, this checkout's rows share the history up to a tag through DIR).
 
-    python benchmarks/snapshots.py --mirrors DIR [--rows FILE] [--ids ID,...] [--compare DIR]
+    python benchmarks/snapshots.py --mirrors DIR [--rows FILE] [--ids ID,...] [--compare DIR] \\
+        [--shared-packs DIR]
 """
 
 from __future__ import annotations
@@ -54,12 +56,15 @@ def fingerprint(repo: Path) -> str:
     return hashlib.sha256(b"\0".join(facts)).hexdigest()[:16]
 
 
-def cut(module: ModuleType, git_dir: Path, base_commit: str, task: str) -> tuple[float, str]:
+def cut(
+    module: ModuleType, git_dir: Path, base_commit: str, task: str, shared: Path | None
+) -> tuple[float, str]:
     """Seconds to write the snapshot and its tar, and the snapshot's fingerprint."""
+    extra = {"shared_packs": shared} if shared is not None else {}
     with tempfile.TemporaryDirectory(prefix="bench-snap-") as tmp:
         started = time.monotonic()
         module.write_snapshot_repo(
-            Path(tmp) / "repo", git_dir=git_dir, base_commit=base_commit, task=task
+            Path(tmp) / "repo", git_dir=git_dir, base_commit=base_commit, task=task, **extra
         )
         module.write_snapshot_tar(Path(tmp) / "repo", Path(tmp) / "repo.tar")
         return time.monotonic() - started, fingerprint(Path(tmp) / "repo")
@@ -71,6 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirrors", type=Path, required=True)
     parser.add_argument("--ids", default=DEFAULT_IDS)
     parser.add_argument("--compare", type=Path, help="another checkout, cut in turn")
+    parser.add_argument(
+        "--shared-packs",
+        type=Path,
+        help="this checkout shares each repository's history up to a tag through this folder "
+        "(as the machine cache does); without it, every row writes its whole history",
+    )
     args = parser.parse_args(argv)
     ids = [i.strip() for i in args.ids.split(",") if i.strip()]
     rows = {r["instance_id"]: r for r in map(json.loads, args.rows.read_text().splitlines())}
@@ -86,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         order = list(codes) if n % 2 == 0 else list(reversed(codes))
         prints = {}
         for which in order:
-            took, prints[which] = cut(codes[which], git_dir, row["base_commit"], i)
+            shared = args.shared_packs if which == "this" else None
+            took, prints[which] = cut(codes[which], git_dir, row["base_commit"], i, shared)
             seconds[which].append(took)
         same = len(set(prints.values())) == 1
         differ += not same

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -33,6 +34,9 @@ from packager.repos.objects import (
     base_only_commit_sha,
 )
 
+SHARED_PACK_FORMAT = "1"
+"""Bump when what a shared pack holds changes: older ones are then never read again."""
+
 History = Literal["full", "base-only"]
 HISTORY_MODES: tuple[History, ...] = ("full", "base-only")
 
@@ -46,6 +50,7 @@ def write_snapshot_repo(
     history: History = "full",
     log_path: Path | None = None,
     task: str = "<snapshot>",
+    shared_packs: Path | None = None,
 ) -> str:
     """Make `dest` a repository cut at `base_commit`, tree checked out; return its HEAD sha.
 
@@ -59,6 +64,11 @@ def write_snapshot_repo(
       tree's objects are copied), made with a fixed identity and date, so the same base always
       gives the same commit. Its sha is NOT `base_commit` and `base_commit` does not resolve in
       the snapshot: use the returned sha as the diff base and the expected HEAD.
+
+    With `shared_packs` (a folder of the machine cache), a full history is written as two
+    packs: the history up to the newest tag it keeps (written once into that folder for every
+    row of the repository after that tag, and hard-linked in) and the row's own objects since.
+    The snapshot holds exactly the same objects either way.
 
     Every git command and its stderr is appended to `log_path` when given. Any failure raises
     `RepoSourceError(task, field, …)` with git's command and stderr: a missing base commit names
@@ -77,7 +87,7 @@ def write_snapshot_repo(
     elif git_dir is None:
         raise RepoSourceError(task, "repo", "no repo source and no inline files")
     else:
-        expected = _copy_from_source(run, dest, git_dir, base_commit, history)
+        expected = _copy_from_source(run, dest, git_dir, base_commit, history, shared_packs)
     head = run("rev-parse", "HEAD", cwd=dest, field="base_commit").stdout.decode().strip()
     if expected is not None and head != expected:
         raise RepoSourceError(task, "base_commit", f"snapshot HEAD {head} != {expected}")
@@ -141,7 +151,12 @@ def _commit_files(run: Git, dest: Path, files: dict[str, bytes]) -> None:
 
 
 def _copy_from_source(
-    run: Git, dest: Path, git_dir: Path, base_commit: str, history: History
+    run: Git,
+    dest: Path,
+    git_dir: Path,
+    base_commit: str,
+    history: History,
+    shared_packs: Path | None = None,
 ) -> str | None:
     """Fill `dest` from the source; returns the HEAD the snapshot must have (None: unknown)."""
     label = source_label(run, git_dir)
@@ -151,8 +166,12 @@ def _copy_from_source(
         return _copy_base_tree(run, dest, git_dir, commit, base_commit, objects)
     if shallow is not None:
         _refuse_cut_history(run, git_dir, commit, base_commit, label, shallow)
-    tags = _tag_targets(run, git_dir, past_tags(run, git_dir, git_dir, commit))
-    _pack_history(run, dest, git_dir, commit, base_commit, label, tags)
+    names = past_tags(run, git_dir, git_dir, commit)
+    tags = _tag_targets(run, git_dir, names)
+    anchor = _anchor(run, git_dir, names, commit) if shared_packs is not None else None
+    if anchor is not None and shared_packs is not None:
+        _link_shared_pack(run, dest, git_dir, anchor, shared_packs)
+    _pack_history(run, dest, git_dir, commit, base_commit, label, tags, anchor)
     refs = f"update refs/heads/main {commit}\n"
     refs += "".join(f"update {name} {oid}\n" for name, oid in tags.items())
     run("update-ref", "--stdin", cwd=dest, stdin=refs.encode(), problem="writing the refs")
@@ -214,9 +233,11 @@ def _pack_history(
     base_commit: str,
     label: str,
     tags: dict[str, str],
+    anchor: str | None = None,
 ) -> None:
     """Write into `dest` one pack (and its index) of exactly the objects `commit` and `tags`
-    reach; a failure names the history objects the source lacks.
+    reach (but not `anchor`, an ancestor whose history is in a shared pack linked in
+    already); a failure names the history objects the source lacks.
 
     The pack is made by the source itself (`pack-objects --revs`, reading only): its deltas
     are reused as they are, and the pack comes with its index, so nothing is resolved or
@@ -227,6 +248,8 @@ def _pack_history(
     pack_dir = dest / ".git" / "objects" / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
     wanted = "".join(f"{rev}\n" for rev in (commit, *tags.values())).encode()
+    if anchor is not None:
+        wanted += f"^{anchor}\n".encode()
     pack = run(
         "pack-objects",
         "--quiet",
@@ -294,6 +317,60 @@ def past_tags(run: Git, git_dir: Path, repo: Path, commit: str) -> list[str]:
         if target_kind == "commit" and target in ancestors and int(date) <= made:
             kept.append(name)
     return kept
+
+
+def _anchor(run: Git, git_dir: Path, names: list[str], commit: str) -> str | None:
+    """The commit of the newest of the tags `names` (all history of `commit`), when it is not
+    `commit` itself: its history is shared by every row of the repository after it.
+    """
+    if not names:
+        return None
+    listing = run(
+        "for-each-ref",
+        "--sort=-creatordate",
+        "--format=%(refname) %(objectname) %(*objectname)",
+        "refs/tags",
+        cwd=git_dir,
+    ).stdout.decode()
+    wanted = set(names)
+    for line in listing.splitlines():
+        name, oid, *peeled = line.split()
+        if name in wanted:
+            target = peeled[0] if peeled else oid
+            return target if target != commit else None
+    return None
+
+
+def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: Path) -> None:
+    """Hard-link (or copy) into `dest` the pack of everything `anchor` reaches, writing it
+    into `folder` first when no row wrote it before. A pack holds objects by their ids, so
+    any source of the repository gives the same objects; the folder is written atomically.
+    """
+    shared = folder / f"{anchor}-{SHARED_PACK_FORMAT}"
+    if not shared.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{anchor}-", dir=folder))
+        run(
+            "pack-objects",
+            "--quiet",
+            "--revs",
+            "--delta-base-offset",
+            str(tmp / "pack"),
+            cwd=git_dir,
+            stdin=f"{anchor}\n".encode(),
+            problem=f"packing the history up to {anchor}",
+        )
+        try:
+            tmp.rename(shared)
+        except OSError:  # another row wrote it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    pack_dir = dest / ".git" / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    for part in sorted(shared.iterdir()):
+        try:
+            os.link(part, pack_dir / part.name)
+        except OSError:
+            shutil.copyfile(part, pack_dir / part.name)
 
 
 def _tag_targets(run: Git, git_dir: Path, names: list[str]) -> dict[str, str]:

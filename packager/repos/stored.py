@@ -1,5 +1,6 @@
 """Snapshot tars kept in the machine cache: a row's snapshot is written once per repository
-state and reused by every later row, run or dataset with the same base commit.
+state and reused by every later row, run or dataset with the same base commit; rows of one
+repository share the pack of its history up to a tag (`packs/`, see `write_snapshot_repo`).
 
 A snapshot tar is a function of the base commit, the history mode, the tags of the source
 that are part of that history and the code that writes it (`SNAPSHOT_FORMAT`); the cache is
@@ -112,6 +113,7 @@ def write_snapshot(
             history=history,
             log_path=log_path,
             task=task,
+            shared_packs=folder / "packs",
         )
         tar_path.parent.mkdir(parents=True, exist_ok=True)
         write_snapshot_tar(snap, tar_path)

@@ -78,3 +78,43 @@ def test_inline_files_are_not_kept(tmp_path: Path) -> None:
     )
     assert done.head == sha and not done.reused
     assert not cache.exists()
+
+
+def test_rows_after_one_tag_share_the_pack_of_its_history(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    """Two rows after tag v0.1 hold the tag's history as one pack, written once, plus their own
+    objects; each holds exactly what its base reaches (and the tag), as one pack would.
+    """
+    cache, git_dir = tmp_path / "cache", upstream.path / ".git"
+    subprocess.run(["git", "tag", "v0.1", upstream.first], cwd=upstream.path, env=ENV, check=True)
+    git("checkout", "--quiet", "-b", "next", upstream.base, cwd=upstream.path)
+    (upstream.path / "src" / "c.py").write_text("C = 3\n")
+    git("add", "-A", cwd=upstream.path)
+    git("commit", "--quiet", "-m", "next", cwd=upstream.path)
+    following = git("rev-parse", "HEAD", cwd=upstream.path)
+    held, logs = {}, {}
+    for base in (upstream.base, following):
+        tar, logs[base] = tmp_path / base / "repo.tar", tmp_path / f"{base}.log"
+        done = write_snapshot(
+            tar, git_dir=git_dir, base_commit=base, cache_dir=cache, log_path=logs[base]
+        )
+        assert not done.reused
+        unpacked = tmp_path / f"unpacked-{base}"
+        with tarfile.open(tar) as t:
+            t.extractall(unpacked, filter="tar")
+        packs = sorted(p.name for p in (unpacked / ".git" / "objects" / "pack").glob("*.pack"))
+        assert len(packs) == 2
+        batch = "--batch-check=%(objectname)"
+        objects = git("cat-file", "--batch-all-objects", batch, cwd=unpacked)
+        reached = git("rev-list", "--objects", base, "v0.1", cwd=upstream.path)
+        assert sorted(objects.split()) == sorted(line.split()[0] for line in reached.splitlines())
+        assert git("rev-parse", "HEAD", cwd=unpacked) == base
+        assert git("tag", cwd=unpacked) == "v0.1"
+        held[base] = set(packs)
+    assert len(held[upstream.base] & held[following]) == 1  # the history up to v0.1
+    (folder,) = (cache / "packs").iterdir()
+    assert folder.name.startswith(upstream.first)
+    shared_write = f"packs/.{upstream.first}-"
+    assert shared_write in logs[upstream.base].read_text()
+    assert shared_write not in logs[following].read_text()  # written once, then linked
