@@ -250,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global CODE
     CODE = (args.code or ROOT).resolve()
-    args.out = args.out.resolve()
+    # The packager runs in `--code`'s folder: every path it is given is absolute.
+    args.out, args.mirrors = args.out.resolve(), args.mirrors.resolve()
+    args.ca_bundle = args.ca_bundle.resolve() if args.ca_bundle else None
     ids = [i.strip() for i in args.ids.split(",") if i.strip()]
     rows = {}
     for line in args.rows.read_text().splitlines():
