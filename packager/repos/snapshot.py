@@ -170,7 +170,8 @@ def _copy_from_source(
     tags = _tag_targets(run, git_dir, names)
     anchor = _anchor(run, git_dir, names, commit) if shared_packs is not None else None
     if anchor is not None and shared_packs is not None:
-        _link_shared_pack(run, dest, git_dir, anchor, shared_packs)
+        if not _link_shared_pack(run, dest, git_dir, anchor, shared_packs):
+            anchor = None  # one pack then, whose failure names what the source lacks
     _pack_history(run, dest, git_dir, commit, base_commit, label, tags, anchor)
     refs = f"update refs/heads/main {commit}\n"
     refs += "".join(f"update {name} {oid}\n" for name, oid in tags.items())
@@ -341,16 +342,17 @@ def _anchor(run: Git, git_dir: Path, names: list[str], commit: str) -> str | Non
     return None
 
 
-def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: Path) -> None:
+def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: Path) -> bool:
     """Hard-link (or copy) into `dest` the pack of everything `anchor` reaches, writing it
-    into `folder` first when no row wrote it before. A pack holds objects by their ids, so
-    any source of the repository gives the same objects; the folder is written atomically.
+    into `folder` first when no row wrote it before; False when the source cannot write it.
+    A pack holds objects by their ids, so any source of the repository gives the same
+    objects; the folder is written atomically.
     """
     shared = folder / f"{anchor}-{SHARED_PACK_FORMAT}"
     if not shared.is_dir():
         folder.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{anchor}-", dir=folder))
-        run(
+        packed = run(
             "pack-objects",
             "--quiet",
             "--revs",
@@ -358,8 +360,11 @@ def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: 
             str(tmp / "pack"),
             cwd=git_dir,
             stdin=f"{anchor}\n".encode(),
-            problem=f"packing the history up to {anchor}",
+            check=False,
         )
+        if packed.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
         try:
             tmp.rename(shared)
         except OSError:  # another row wrote it meanwhile
@@ -371,6 +376,7 @@ def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: 
             os.link(part, pack_dir / part.name)
         except OSError:
             shutil.copyfile(part, pack_dir / part.name)
+    return True
 
 
 def _tag_targets(run: Git, git_dir: Path, names: list[str]) -> dict[str, str]:

@@ -118,3 +118,26 @@ def test_rows_after_one_tag_share_the_pack_of_its_history(
     shared_write = f"packs/.{upstream.first}-"
     assert shared_write in logs[upstream.base].read_text()
     assert shared_write not in logs[following].read_text()  # written once, then linked
+
+
+def test_a_source_missing_history_under_a_tag_still_names_what_it_lacks(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    from packager.errors import RepoSourceError
+    from tests.unit.repos.test_repos import drop_object
+
+    git_dir = upstream.path / ".git"
+    subprocess.run(["git", "tag", "v0.1", upstream.first], cwd=upstream.path, env=ENV, check=True)
+    old = git("rev-parse", f"{upstream.first}:big.bin", cwd=upstream.path)
+    drop_object(git_dir, old)
+    with pytest.raises(RepoSourceError) as err:
+        write_snapshot(
+            tmp_path / "t" / "repo.tar",
+            git_dir=git_dir,
+            base_commit=upstream.base,
+            cache_dir=tmp_path / "cache",
+        )
+    assert err.value.missing == ((old, "big.bin"),)
+    assert "pass --history base-only" in str(err.value)
+    assert not list((tmp_path / "cache").glob("*.tar"))  # nothing kept of a failed cut
+    assert not list((tmp_path / "cache" / "packs").iterdir())  # no half-written shared pack
