@@ -15,8 +15,8 @@ and missing objects are named with their paths.
 
 Modules: `git` (the host git environment and runner), `names`, `mirrors`, `sources` (where a
 repository comes from), `fetch` (its local git directory), `missing` (what a source lacks),
-`snapshot`, `read` (files at a commit, without a checkout) and `objects` (ids computed without
-git).
+`snapshot`, `stored` (snapshot tars kept in the machine cache, once per repository state),
+`read` (files at a commit, without a checkout) and `objects` (ids computed without git).
 """
 
 from packager.repos.fetch import default_cache_dir, git_dir_for, has_commit, read_diff

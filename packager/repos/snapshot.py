@@ -9,10 +9,10 @@ the agent image cannot show the fix. With history `full` it holds the history up
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -34,6 +34,9 @@ from packager.repos.objects import (
     base_only_commit_sha,
 )
 
+SHARED_PACK_FORMAT = "1"
+"""Bump when what a shared pack holds changes: older ones are then never read again."""
+
 History = Literal["full", "base-only"]
 HISTORY_MODES: tuple[History, ...] = ("full", "base-only")
 
@@ -47,6 +50,7 @@ def write_snapshot_repo(
     history: History = "full",
     log_path: Path | None = None,
     task: str = "<snapshot>",
+    shared_packs: Path | None = None,
 ) -> str:
     """Make `dest` a repository cut at `base_commit`, tree checked out; return its HEAD sha.
 
@@ -60,6 +64,11 @@ def write_snapshot_repo(
       tree's objects are copied), made with a fixed identity and date, so the same base always
       gives the same commit. Its sha is NOT `base_commit` and `base_commit` does not resolve in
       the snapshot: use the returned sha as the diff base and the expected HEAD.
+
+    With `shared_packs` (a folder of the machine cache), a full history is written as two
+    packs: the history up to the newest tag it keeps (written once into that folder for every
+    row of the repository after that tag, and hard-linked in) and the row's own objects since.
+    The snapshot holds exactly the same objects either way.
 
     Every git command and its stderr is appended to `log_path` when given. Any failure raises
     `RepoSourceError(task, field, …)` with git's command and stderr: a missing base commit names
@@ -78,7 +87,7 @@ def write_snapshot_repo(
     elif git_dir is None:
         raise RepoSourceError(task, "repo", "no repo source and no inline files")
     else:
-        expected = _copy_from_source(run, dest, git_dir, base_commit, history)
+        expected = _copy_from_source(run, dest, git_dir, base_commit, history, shared_packs)
     head = run("rev-parse", "HEAD", cwd=dest, field="base_commit").stdout.decode().strip()
     if expected is not None and head != expected:
         raise RepoSourceError(task, "base_commit", f"snapshot HEAD {head} != {expected}")
@@ -89,17 +98,23 @@ def write_snapshot_repo(
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    run(
-        "-c",
-        "gc.reflogExpire=now",
-        "-c",
-        "pack.threads=1",
-        "gc",
-        "--quiet",
-        "--prune=now",
-        cwd=dest,
-        problem="packing the snapshot",
-    )
+    if files is not None:
+        # An inline commit's objects are loose: pack them. A copy from a source is one pack
+        # of exactly the objects its refs reach already (`_pack_history`, `_copy_base_tree`),
+        # so a repack would only read and write the whole history once more.
+        run(
+            "-c",
+            "gc.reflogExpire=now",
+            "-c",
+            "pack.threads=1",
+            "gc",
+            "--quiet",
+            "--prune=now",
+            cwd=dest,
+            problem="packing the snapshot",
+        )
+    else:
+        run("pack-refs", "--all", cwd=dest, problem="packing the snapshot's refs")
     return head
 
 
@@ -136,7 +151,12 @@ def _commit_files(run: Git, dest: Path, files: dict[str, bytes]) -> None:
 
 
 def _copy_from_source(
-    run: Git, dest: Path, git_dir: Path, base_commit: str, history: History
+    run: Git,
+    dest: Path,
+    git_dir: Path,
+    base_commit: str,
+    history: History,
+    shared_packs: Path | None = None,
 ) -> str | None:
     """Fill `dest` from the source; returns the HEAD the snapshot must have (None: unknown)."""
     label = source_label(run, git_dir)
@@ -146,10 +166,18 @@ def _copy_from_source(
         return _copy_base_tree(run, dest, git_dir, commit, base_commit, objects)
     if shallow is not None:
         _refuse_cut_history(run, git_dir, commit, base_commit, label, shallow)
-    _fetch_history(run, dest, git_dir, commit, base_commit, label)
+    names = past_tags(run, git_dir, git_dir, commit)
+    tags = _tag_targets(run, git_dir, names)
+    anchor = _anchor(run, git_dir, names, commit) if shared_packs is not None else None
+    if anchor is not None and shared_packs is not None:
+        if not _link_shared_pack(run, dest, git_dir, anchor, shared_packs):
+            anchor = None  # one pack then, whose failure names what the source lacks
+    _pack_history(run, dest, git_dir, commit, base_commit, label, tags, anchor)
+    refs = f"update refs/heads/main {commit}\n"
+    refs += "".join(f"update {name} {oid}\n" for name, oid in tags.items())
+    run("update-ref", "--stdin", cwd=dest, stdin=refs.encode(), problem="writing the refs")
     run("symbolic-ref", "HEAD", "refs/heads/main", cwd=dest)
     run("reset", "--quiet", "--hard", "refs/heads/main", cwd=dest, problem="checking out")
-    _copy_past_tags(run, dest, git_dir, commit)
     return commit
 
 
@@ -198,25 +226,42 @@ def _refuse_cut_history(
         )
 
 
-def _fetch_history(
-    run: Git, dest: Path, git_dir: Path, commit: str, base_commit: str, label: str
+def _pack_history(
+    run: Git,
+    dest: Path,
+    git_dir: Path,
+    commit: str,
+    base_commit: str,
+    label: str,
+    tags: dict[str, str],
+    anchor: str | None = None,
 ) -> None:
-    """Fetch the history up to `commit` into `dest`'s main branch; a failure names the
-    history objects the source lacks.
+    """Write into `dest` one pack (and its index) of exactly the objects `commit` and `tags`
+    reach (but not `anchor`, an ancestor whose history is in a shared pack linked in
+    already); a failure names the history objects the source lacks.
+
+    The pack is made by the source itself (`pack-objects --revs`, reading only): its deltas
+    are reused as they are, and the pack comes with its index, so nothing is resolved or
+    hashed again on the receiving side (a fetch indexes every object of the history once
+    more, and a repack after it reads and writes them all again). Every row of a repository
+    thus reads the one store of that repository (the mirror) and writes only its own pack.
     """
-    # Fetch only what base_commit reaches (protocol v2 serves any reachable commit id);
-    # the source repository is never modified.
-    fetch = run(
-        "fetch",
+    pack_dir = dest / ".git" / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    wanted = "".join(f"{rev}\n" for rev in (commit, *tags.values())).encode()
+    if anchor is not None:
+        wanted += f"^{anchor}\n".encode()
+    pack = run(
+        "pack-objects",
         "--quiet",
-        "--no-tags",
-        "--update-head-ok",
-        str(git_dir),
-        f"{commit}:refs/heads/main",
-        cwd=dest,
+        "--revs",
+        "--delta-base-offset",
+        str(pack_dir / "pack"),
+        cwd=git_dir,
+        stdin=wanted,
         check=False,
     )
-    if fetch.returncode == 0:
+    if pack.returncode == 0:
         return
     lost, complaint = history_missing(run, git_dir, commit)
     problem = f"cannot copy the history of {base_commit} from repo source {label}"
@@ -234,8 +279,8 @@ def _fetch_history(
         run.task,
         "repo",
         problem,
-        command=[str(a) for a in fetch.args],
-        stderr=tail(fetch.stderr),
+        command=[str(a) for a in pack.args],
+        stderr=tail(pack.stderr),
         missing=lost,
     )
 
@@ -275,22 +320,81 @@ def past_tags(run: Git, git_dir: Path, repo: Path, commit: str) -> list[str]:
     return kept
 
 
-def _copy_past_tags(run: Git, dest: Path, git_dir: Path, commit: str) -> None:
-    """Fetch `past_tags` (with their tag objects) into the snapshot; nothing else comes."""
-    names = past_tags(run, git_dir, dest, commit)
+def _anchor(run: Git, git_dir: Path, names: list[str], commit: str) -> str | None:
+    """The commit of the newest of the tags `names` (all history of `commit`), when it is not
+    `commit` itself: its history is shared by every row of the repository after it.
+    """
     if not names:
-        return
-    refspecs = "".join(f"{name}:{name}\n" for name in names).encode()
-    run(
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--stdin",
-        str(git_dir),
-        cwd=dest,
-        stdin=refspecs,
-        problem="copying the tags older than the base commit",
-    )
+        return None
+    listing = run(
+        "for-each-ref",
+        "--sort=-creatordate",
+        "--format=%(refname) %(objectname) %(*objectname)",
+        "refs/tags",
+        cwd=git_dir,
+    ).stdout.decode()
+    wanted = set(names)
+    for line in listing.splitlines():
+        name, oid, *peeled = line.split()
+        if name in wanted:
+            target = peeled[0] if peeled else oid
+            return target if target != commit else None
+    return None
+
+
+def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: Path) -> bool:
+    """Hard-link (or copy) into `dest` the pack of everything `anchor` reaches, writing it
+    into `folder` first when no row wrote it before; False when the source cannot write it.
+    A pack holds objects by their ids, so any source of the repository gives the same
+    objects; the folder is written atomically.
+    """
+    shared = folder / f"{anchor}-{SHARED_PACK_FORMAT}"
+    if not shared.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{anchor}-", dir=folder))
+        packed = run(
+            "pack-objects",
+            "--quiet",
+            "--revs",
+            "--delta-base-offset",
+            str(tmp / "pack"),
+            cwd=git_dir,
+            stdin=f"{anchor}\n".encode(),
+            check=False,
+        )
+        if packed.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
+        try:
+            tmp.rename(shared)
+        except OSError:  # another row wrote it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    pack_dir = dest / ".git" / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    for part in sorted(shared.iterdir()):
+        try:
+            os.link(part, pack_dir / part.name)
+        except OSError:
+            shutil.copyfile(part, pack_dir / part.name)
+    return True
+
+
+def _tag_targets(run: Git, git_dir: Path, names: list[str]) -> dict[str, str]:
+    """Each tag ref of `names` and the object it names in `git_dir` (an annotated tag's own
+    object, so the snapshot keeps it with its message).
+    """
+    if not names:
+        return {}
+    listing = run(
+        "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags", cwd=git_dir
+    ).stdout.decode()
+    wanted = set(names)
+    return {
+        name: oid
+        for line in listing.splitlines()
+        for name, _, oid in [line.partition(" ")]
+        if name in wanted
+    }
 
 
 def _copy_base_tree(
@@ -343,8 +447,11 @@ editable wheel of the repository) can record."""
 
 def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
     """A deterministic tar of the snapshot (sorted, uid 0, every mtime SNAPSHOT_MTIME)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    tmp = tar_path.with_suffix(".tmp")
+    with (
+        tmp.open("wb") as out,
+        tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for path in sorted(repo.rglob("*")):
             rel = path.relative_to(repo).as_posix()
             info = tar.gettarinfo(str(path), arcname=rel)
@@ -357,6 +464,4 @@ def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
                     tar.addfile(info, fh)
             else:
                 tar.addfile(info)
-    tmp = tar_path.with_suffix(".tmp")
-    tmp.write_bytes(buf.getvalue())
     os.replace(tmp, tar_path)

@@ -5,6 +5,7 @@ first, once per machine), the grader image. `build_task` says what it did in a `
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -81,6 +82,11 @@ class BuildOutcome:
     flattening: Flattening | None = None
     rebuilt_for_new_base: bool = False
     """The agent image existed but its bases (or its flat image) had changed."""
+    snapshot_seconds: float | None = None
+    """Seconds the repository snapshot took (None when the agent image was there)."""
+    environment_image: str | None = None
+    """The environment image's tag, built now or there before (None when the agent image was
+    there, or its Dockerfile adds no snapshot)."""
 
     @property
     def images(self) -> dict[str, str]:
@@ -97,6 +103,8 @@ class BuildOutcome:
             seconds["flatten"] = self.flattening.seconds
         if self.environment is not None:
             seconds["environment_build"] = self.environment.seconds
+        if self.snapshot_seconds is not None:
+            seconds["snapshot"] = self.snapshot_seconds
         return seconds
 
     def logs(self) -> dict[str, str]:
@@ -171,6 +179,10 @@ class _AgentPlan:
     bases: str = ""
     rebuild: bool = False
     flattened: FlattenOutcome | None = None
+    snapshot_seconds: float | None = None
+    """Seconds the snapshot took (None: not written, the agent image was there)."""
+    environment_image: str | None = None
+    """The environment image the agent image was built on (None: not built now, or none)."""
 
     def ensure_flat(self) -> None:
         """Flatten the published image (once; it returns at once when the flat image exists)."""
@@ -242,42 +254,57 @@ def _plan_agent(
 
 def _write_snapshot(
     spec: TaskSpec, paths: OutputPaths, repo_sources: dict[str, str], opts: BuildOptions
-) -> None:
-    """The repository at the task's base commit, as the snapshot tar of the agent context."""
+) -> float:
+    """The repository at the task's base commit, as the snapshot tar of the agent context
+    (from the machine's snapshot cache when this repository state was written before);
+    returns its seconds.
+    """
+    import time
+
     from packager import repos
     from packager.errors import RepoSourceError
     from packager.render.harbor import SNAPSHOT_FILE
+    from packager.repos.stored import write_snapshot
 
+    started = time.monotonic()
     slug = spec.provenance.slug
-    with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
-        snap = Path(tmp) / "repo"
-        git_dir = None
-        if spec.repo.files is None:
-            git_dir = repos.git_dir_for(
-                repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
-            )
-            if not repos.has_commit(git_dir, spec.repo.base_commit):
-                raise RowError(
-                    spec.task_id,
-                    "base_commit",
-                    f"commit {spec.repo.base_commit} not found in repo source",
-                )
-        head = repos.write_snapshot_repo(
-            snap,
-            git_dir=git_dir,
-            base_commit=spec.repo.base_commit,
-            files=spec.repo.files,
-            history=spec.repo.history,
-            log_path=paths.log_dir(slug) / "snapshot.log",
-            task=spec.task_id,
+    git_dir = None
+    if spec.repo.files is None:
+        git_dir = repos.git_dir_for(
+            repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
         )
-        if head != spec.repo.head:
-            raise RepoSourceError(
+        if not repos.has_commit(git_dir, spec.repo.base_commit):
+            raise RowError(
                 spec.task_id,
                 "base_commit",
-                f"the snapshot's HEAD is {head}, expected {spec.repo.head}",
+                f"commit {spec.repo.base_commit} not found in repo source",
             )
-        repos.write_snapshot_tar(snap, paths.task_dir(slug) / "environment" / SNAPSHOT_FILE)
+    written = write_snapshot(
+        paths.task_dir(slug) / "environment" / SNAPSHOT_FILE,
+        git_dir=git_dir,
+        base_commit=spec.repo.base_commit,
+        files=spec.repo.files,
+        history=spec.repo.history,
+        log_path=paths.log_dir(slug) / "snapshot.log",
+        task=spec.task_id,
+    )
+    if written.head != spec.repo.head:
+        raise RepoSourceError(
+            spec.task_id,
+            "base_commit",
+            f"the snapshot's HEAD is {written.head}, expected {spec.repo.head}",
+        )
+    return round(time.monotonic() - started, 3)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A file of a build context copied for one build: hard-linked (the snapshot tar is
+    hundreds of MB), or copied across file systems.
+    """
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def _build_agent(
@@ -293,7 +320,7 @@ def _build_agent(
     from packager.images import build, wheelhouse
     from packager.render.harbor import SNAPSHOT_FILE
 
-    _write_snapshot(spec, paths, repo_sources, plan.opts)
+    plan.snapshot_seconds = _write_snapshot(spec, paths, repo_sources, plan.opts)
     own_context = paths.task_dir(spec.provenance.slug) / "environment"
     context = own_context
     plan.check_bases((context / "Dockerfile").read_text())
@@ -301,7 +328,8 @@ def _build_agent(
         plan.ensure_flat()
     if "PACKAGER_BASE" in plan.buildargs:
         context = Path(tempfile.mkdtemp(prefix="packager-ctx-"))
-        shutil.copytree(own_context, context, dirs_exist_ok=True)
+        shutil.copytree(own_context, context, dirs_exist_ok=True, copy_function=_link_or_copy)
+        (context / "Dockerfile").unlink()  # never written through a link to the task's own
         (context / "Dockerfile").write_text(build.with_base_override(plan.dockerfile))
     try:
         # The environment first, once per machine: the agent build then takes its layers
@@ -335,6 +363,8 @@ def _build_agent(
         if context != own_context:
             shutil.rmtree(context, ignore_errors=True)
     env_build = None
+    if environment is not None:
+        plan.environment_image = environment.tag
     if environment is not None and environment.built:
         env_build = ImageBuild(
             environment.tag, True, round(environment.duration_sec, 3), str(environment.log_path)
@@ -407,7 +437,15 @@ def build_task(
     if plan.rebuild or not build.image_exists(client, tags.agent):
         agent, environment = _build_agent(spec, paths, repo_sources, plan, tags.agent)
     grader = _build_grader(client, spec, paths, plan, tags.grader)
-    return BuildOutcome(agent, grader, environment, _flattening(client, plan), plan.rebuild)
+    return BuildOutcome(
+        agent,
+        grader,
+        environment,
+        _flattening(client, plan),
+        plan.rebuild,
+        plan.snapshot_seconds,
+        plan.environment_image,
+    )
 
 
 def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:

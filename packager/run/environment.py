@@ -46,8 +46,10 @@ def _environment_dockerfile(dockerfile: str, snapshot_file: str) -> str | None:
 
 def _environment_files(context: Path, snapshot_file: str, head: str) -> dict[str, bytes]:
     """The context's files the environment steps (`head`) copy: those their COPY and ADD
-    lines name, or every file but the snapshot when one names a pattern or a folder of
-    files (the Harbor compose file, which names the task, is in no environment otherwise).
+    lines name (a folder: the files under it), or every file but the snapshot when one names
+    a pattern or the whole context. The Harbor compose file names the task: were it part of
+    the key, every row would have an environment image of its own (the harness recipes copy
+    a `requirements/` folder), built again and never shared by the rows of a repository.
     """
     import shlex
 
@@ -67,10 +69,15 @@ def _environment_files(context: Path, snapshot_file: str, head: str) -> dict[str
             args = ["*"]
         for source in args[:-1]:
             source = posixpath.normpath(source.strip("/")) if source.strip("/") else "."
-            if any(c in source for c in "*?[") or source == "." or source not in everything:
-                named = set(everything)  # a pattern, the whole context, a folder: all of it
+            under = [rel for rel in everything if rel.startswith(f"{source}/")]
+            if (
+                any(c in source for c in "*?[")
+                or source == "."
+                or not (source in everything or under)
+            ):
+                named = set(everything)  # a pattern, the whole context, a missing path: all
                 break
-            named.add(source)
+            named.update([source, *under] if source in everything else under)
     return {rel: path.read_bytes() for rel, path in everything.items() if rel in named}
 
 

@@ -113,7 +113,8 @@ class TaskJob:
         if not self.job.verify:
             return staged.finish("built")
         job = self.job
-        return run_stage(
+        started = time.monotonic()
+        result = run_stage(
             staged,
             job.paths,
             oracle_runs=job.oracle_runs,
@@ -123,6 +124,9 @@ class TaskJob:
             judge_env=job.judge_env,
             harbor_env=job.harbor_env,
         )
+        # The run stage's whole wall (run plans, containers, grading), beside each run's own.
+        durations = {**result.durations, "verify": round(time.monotonic() - started, 3)}
+        return result.model_copy(update={"durations": durations})
 
     def _base(self, spec: TaskSpec) -> dict[str, object]:
         """What every result of the task says of it."""
@@ -188,6 +192,8 @@ class TaskJob:
         durations = {"build": round(time.monotonic() - started, 3), **built.durations()}
         logs = built.logs()
         environment = environment_facts(spec, built.flattened_from)
+        if built.environment_image is not None:
+            environment["image"] = built.environment_image
         log_dir = str(self.job.paths.log_dir(spec.provenance.slug))
         finish = _Finish(self._base(spec), log_dir, images, image_ids, durations, logs, environment)
         return Staged(spec, images, image_ids, durations, logs, finish, environment)

@@ -294,11 +294,11 @@ def test_history_blob_missing_full_fails_and_points_at_base_only(
     assert "history objects missing (1)" in text
     assert "the base tree is complete: pass --history base-only" in text
     assert err.value.missing == ((old, "big.bin"),)
-    assert err.value.command is not None and err.value.command[:2] == ("git", "fetch")
+    assert err.value.command is not None and err.value.command[:2] == ("git", "pack-objects")
     assert err.value.stderr  # git's own words are kept
     assert "git said:" in text
     logged = log.read_text()
-    assert "$ git fetch" in logged and "[exit 128]" in logged
+    assert "$ git pack-objects" in logged and "[exit 128]" in logged
     assert err.value.stderr.splitlines()[-1] in logged
 
     dest, head = snapshot(tmp_path, git_dir, upstream.base, history="base-only", log_path=log)
@@ -365,8 +365,19 @@ def test_full_cuts_history_at_base_and_logs_commands(tmp_path: Path, upstream: U
     )
     assert probe.returncode != 0
     logged = log.read_text()
-    for command in ("$ git -c init.defaultBranch=main init", "$ git fetch", "$ git reset", "gc"):
+    for command in (
+        "$ git -c init.defaultBranch=main init",
+        "$ git pack-objects",
+        "$ git reset",
+        "$ git pack-refs",
+    ):
         assert command in logged
+    # One pack of exactly what the base reaches, written by the source: no loose objects.
+    loose = [p for p in (dest / ".git" / "objects").glob("??/*")]
+    assert loose == [] and len(list((dest / ".git" / "objects" / "pack").glob("*.pack"))) == 1
+    held = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)", cwd=dest)
+    reached = git("rev-list", "--objects", upstream.base, cwd=upstream.path)
+    assert sorted(held.split()) == sorted(line.split()[0] for line in reached.splitlines())
 
 
 def test_base_only_is_one_reproducible_commit_with_the_base_tree(

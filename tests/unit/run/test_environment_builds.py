@@ -52,8 +52,12 @@ def test_the_environment_is_the_dockerfile_before_the_snapshot(tmp_path: Path) -
         "packager-venv.pth": b"import x\n",
         "reqs/requirements.txt": b"six\n",
     }
-    # A folder, a pattern or the whole context: every file but the snapshot.
-    for source in ("reqs", "*.pth", "."):
+    # A folder: the files under it (not the compose file, which names the task).
+    for source in ("reqs", "reqs/", "./reqs"):
+        found = _environment_files(tmp_path, "repo.tar", head + f"COPY {source} /tmp/x/\n")
+        assert sorted(found) == ["packager-venv.pth", "reqs/requirements.txt"]
+    # A pattern, the whole context or a path the context lacks: every file but the snapshot.
+    for source in ("*.pth", ".", "nothing-here"):
         found = _environment_files(tmp_path, "repo.tar", head + f"COPY {source} /tmp/x/\n")
         assert sorted(found) == [
             "docker-compose.yaml",

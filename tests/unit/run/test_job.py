@@ -133,3 +133,38 @@ def test_a_build_only_job_ends_built_with_its_tags_computed_once(
     assert set(result.durations) == {"build", "agent_build", "grader_build", "audit"}
     assert (result.durations["grader_build"], result.durations["audit"]) == (2.0, 0.5)
     assert set(result.logs) == {"dir", "grader_log", "audit"}
+
+
+def test_a_verified_job_records_its_run_stage_wall_and_its_environment_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from packager.checks import audit
+
+    spec = _spec()
+    tags = image_tags(spec)
+
+    def built(*args: Any, **kwargs: Any) -> BuildOutcome:
+        return BuildOutcome(
+            ImageBuild(tags.agent, True, 3.0, "a.log"),
+            ImageBuild(tags.grader),
+            snapshot_seconds=1.5,
+            environment_image="packager/environment:e",
+        )
+
+    def audited(client: Any, spec: TaskSpec, paths: OutputPaths, tag: str) -> Any:
+        return audit.AuditReport(tag, "sha256:x", True, [], {"seconds": 0.5})
+
+    def ran(staged: job_module.Staged, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.2)  # the run stage's own work, outside any run's seconds
+        return staged.finish("verified")
+
+    monkeypatch.setattr(job_module, "build_task", built)
+    monkeypatch.setattr(audit, "audit_task", audited)
+    monkeypatch.setattr(job_module, "run_stage", ran)
+    result = TaskJob(_job(tmp_path, spec, verify=True), _NoImages())(spec)
+    assert result.status == "verified"
+    assert result.durations["snapshot"] == 1.5
+    assert 0.2 <= result.durations["verify"] < 5
+    assert result.environment["image"] == "packager/environment:e"

@@ -1,0 +1,126 @@
+"""Snapshot tars kept in the machine cache: a row's snapshot is written once per repository
+state and reused by every later row, run or dataset with the same base commit; rows of one
+repository share the pack of its history up to a tag (`packs/`, see `write_snapshot_repo`).
+
+A snapshot tar is a function of the base commit, the history mode, the tags of the source
+that are part of that history and the code that writes it (`SNAPSHOT_FORMAT`); the cache is
+keyed by all four, so a changed source (a tag added or moved) or changed code writes a new one.
+Inline repositories (rows carrying their files) are cheap to write and are not kept. This
+module never changes what a snapshot holds: `write_snapshot_repo` decides that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packager.repos.git import Git
+from packager.repos.snapshot import History, write_snapshot_repo, write_snapshot_tar
+
+SNAPSHOT_FORMAT = "1"
+"""Bump when what `write_snapshot_repo` or `write_snapshot_tar` writes changes: older cached
+tars are then never read again."""
+
+
+@dataclass(frozen=True)
+class SnapshotWrite:
+    """What `write_snapshot` did: the snapshot's HEAD and whether it came from the cache."""
+
+    head: str
+    reused: bool
+
+
+def snapshot_cache_dir() -> Path:
+    """Where snapshot tars are kept (under `paths.cache_root`)."""
+    from packager.run.store import cache_root
+
+    return cache_root() / "snapshots"
+
+
+def snapshot_cache_key(run: Git, git_dir: Path, base_commit: str, history: History) -> str:
+    """The cache key of a snapshot cut from `git_dir` at `base_commit` (a full commit id).
+
+    With history `full` the tags of the source go in (the snapshot keeps those older than the
+    base): any change to them makes a new key. The commit id fixes every object.
+    """
+    digest = hashlib.sha256(f"{SNAPSHOT_FORMAT}\0{base_commit}\0{history}".encode())
+    if history == "full":
+        tags = run(
+            "for-each-ref",
+            "--format=%(refname) %(objectname) %(creatordate:unix)",
+            "refs/tags",
+            cwd=git_dir,
+        )
+        digest.update(b"\0" + tags.stdout)
+    return digest.hexdigest()[:32]
+
+
+def _place(cached: Path, target: Path) -> None:
+    """Put the cached tar at `target`: a hard link (no bytes copied) or, across file
+    systems, a copy; atomically either way. Nothing writes a snapshot tar in place (writers
+    replace it), so the link never changes the cached bytes.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(cached, tmp)
+    except OSError:
+        shutil.copyfile(cached, tmp)
+    os.replace(tmp, target)
+
+
+def write_snapshot(
+    tar_path: Path,
+    *,
+    git_dir: Path | None,
+    base_commit: str,
+    files: dict[str, bytes] | None = None,
+    history: History = "full",
+    log_path: Path | None = None,
+    task: str = "<snapshot>",
+    cache_dir: Path | None = None,
+) -> SnapshotWrite:
+    """The snapshot tar of the repository at `base_commit` at `tar_path` (see
+    `write_snapshot_repo`): taken from the cache when this repository state was written
+    before, else written and kept there.
+    """
+    run = Git(task, log_path)
+    key = None
+    if files is None and git_dir is not None:
+        resolved = run("rev-parse", "--verify", "--quiet", f"{base_commit}^{{commit}}",
+                       cwd=git_dir, check=False)  # fmt: skip
+        if resolved.returncode == 0:
+            commit = resolved.stdout.decode().strip()
+            key = snapshot_cache_key(run, git_dir, commit, history)
+    folder = cache_dir or snapshot_cache_dir()
+    if key is not None:
+        cached, head_file = folder / f"{key}.tar", folder / f"{key}.head"
+        if cached.is_file() and head_file.is_file():
+            _place(cached, tar_path)
+            return SnapshotWrite(head_file.read_text().strip(), reused=True)
+    with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
+        snap = Path(tmp) / "repo"
+        head = write_snapshot_repo(
+            snap,
+            git_dir=git_dir,
+            base_commit=base_commit,
+            files=files,
+            history=history,
+            log_path=log_path,
+            task=task,
+            shared_packs=folder / "packs",
+        )
+        tar_path.parent.mkdir(parents=True, exist_ok=True)
+        write_snapshot_tar(snap, tar_path)
+    if key is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        head_tmp = folder / f".{key}.head.{os.getpid()}.tmp"
+        head_tmp.write_text(head + "\n")
+        os.replace(head_tmp, folder / f"{key}.head")
+        _place(tar_path, folder / f"{key}.tar")  # the head first: a tar is only read with it
+    return SnapshotWrite(head, reused=False)
