@@ -97,10 +97,15 @@ def all_objects(store: Store) -> dict[str, str]:
     return {p[0]: p[1] for p in pairs if len(p) == 2}
 
 
+def has_commit(store: Store, base: str) -> bool:
+    """Whether the store holds `base` as a commit."""
+    probe = git_at(store.git_dir, "cat-file", "-e", f"{base}^{{commit}}", check=False)
+    return probe.returncode == 0
+
+
 def reachable_from(store: Store, base: str) -> set[str] | None:
     """The objects `base` reaches (None when the store lacks it)."""
-    probe = git_at(store.git_dir, "cat-file", "-e", f"{base}^{{commit}}", check=False)
-    if probe.returncode != 0:
+    if not has_commit(store, base):
         return None
     out = git_at(store.git_dir, "rev-list", "--objects", base).stdout
     return {line.split(b" ", 1)[0].decode() for line in out.splitlines() if line}
@@ -155,7 +160,9 @@ def patched_files(store: Store, base: str, patch: str | None) -> dict[str, bytes
         }
 
 
-def past_tag_values(store: Store, base: str, ancestors: set[str]) -> set[str]:
+def past_tag_values(
+    store: Store, base: str, ancestors: set[str], objects: dict[str, str] | None = None
+) -> set[str]:
     """Ids a past tag may hold in `store`: annotated tag objects naming `base` or an ancestor,
     tagged no later than `base` was committed; and those ancestors themselves (a lightweight
     tag names the commit), committed no later than `base`.
@@ -165,7 +172,8 @@ def past_tag_values(store: Store, base: str, ancestors: set[str]) -> set[str]:
         return set()
     made = int(dates[0])
     allowed: set[str] = set()
-    tags = [oid for oid, kind in all_objects(store).items() if kind == "tag"]
+    listed = all_objects(store) if objects is None else objects
+    tags = [oid for oid, kind in listed.items() if kind == "tag"]
     for oid, _, data in cat_batch(store.git_dir, tags):
         header = data.split(b"\n\n", 1)[0].decode("utf-8", "replace").splitlines()
         fields = {line.split(" ", 1)[0]: line.partition(" ")[2] for line in header}

@@ -31,6 +31,7 @@ from packager.checks.audit.git import (
     all_objects,
     base_content,
     cat_batch,
+    has_commit,
     open_store,
     past_tag_values,
     patched_files,
@@ -227,7 +228,7 @@ def _gather_stores(
     if walk.workdir is None:
         detail = "no git objects at the workdir repository"
         findings.append(Finding("repo", "", workdir_git, None, detail))
-    elif reachable_from(walk.workdir, base) is None:
+    elif not has_commit(walk.workdir, base):
         detail = "base_commit is not in the workdir repository"
         findings.append(Finding("repo", "", workdir_git, base, detail))
     else:
@@ -258,7 +259,7 @@ def _object_findings(walk: _Walk, base: str, scan: Scan) -> tuple[list[Finding],
         walk.n_objects += len(objects)
         reachable = reachable_from(store, base) or set()
         if store is walk.workdir:
-            past_tags = past_tag_values(store, base, reachable)
+            past_tags = past_tag_values(store, base, reachable, objects)
         loose_blobs: list[str] = []
         for oid, kind in sorted(objects.items()):
             if oid in reachable:
