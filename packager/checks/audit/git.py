@@ -7,14 +7,16 @@ reflogs, remotes and alternates.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packager.checks.audit.evidence import is_binary, norm_lines, parse_patch, sha256_hex
 from packager.checks.audit.layers import Layer
+from packager.checks.audit.packs import MIN_PACK_BYTES, ClosedPack, closed_pack
 from packager.checks.audit.report import Finding, FindingKind
 from packager.repos.git import run_git
 
@@ -51,10 +53,15 @@ class Store:
     git_dir: Path
     origin: dict[str, str]
     """object id → layer key it came from."""
+    closed: list[ClosedPack] = field(default_factory=list)
+    """Its packs proved closed (`packs`), when asked for."""
 
 
-def open_store(root: Path) -> Store:
-    """Make a bare repository around a gathered objects folder; map objects to layers."""
+def open_store(root: Path, packs_root: Path | None = None, base: str | None = None) -> Store:
+    """Make a bare repository around a gathered objects folder; map objects to layers. With
+    `packs_root`, each big pack is looked up among (or proved) closed packs (`packs`): its
+    objects are then listed from there and git reads the index host git wrote for it.
+    """
     where = (root / "where").read_text()
     origin: dict[str, str] = {}
     for marker in sorted((root / "origin").iterdir()) if (root / "origin").is_dir() else []:
@@ -65,11 +72,23 @@ def open_store(root: Path) -> Store:
     (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
     (git_dir / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = true\n")
     oid_origin: dict[str, str] = {}
+    closed: list[ClosedPack] = []
     pack_dir = git_dir / "objects" / "pack"
     for name, layer in origin.items():
         if name.endswith(".pack"):
             pack = pack_dir / name.removeprefix("pack_")
             idx = pack.with_suffix(".idx")
+            found = None
+            if packs_root is not None and pack.stat().st_size >= MIN_PACK_BYTES:
+                found = closed_pack(pack, packs_root, base)
+            if found is not None:
+                idx.unlink(missing_ok=True)
+                shutil.copyfile(found.idx, idx)  # git reads the index host git wrote
+                closed.append(found)
+                mapped = dict.fromkeys(found.objects, layer)
+                mapped.update(oid_origin)  # the first layer of an object wins
+                oid_origin = mapped
+                continue
             if not idx.exists():
                 git_at(git_dir, "index-pack", str(pack), check=False)
             if idx.exists():
@@ -80,7 +99,7 @@ def open_store(root: Path) -> Store:
                         oid_origin.setdefault(parts[1], layer)
         elif not name.endswith(".idx"):
             oid_origin.setdefault(name.replace("_", ""), layer)
-    return Store(where, git_dir, oid_origin)
+    return Store(where, git_dir, oid_origin, closed)
 
 
 def all_objects(store: Store) -> dict[str, str]:
@@ -161,11 +180,16 @@ def patched_files(store: Store, base: str, patch: str | None) -> dict[str, bytes
 
 
 def past_tag_values(
-    store: Store, base: str, ancestors: set[str], objects: dict[str, str] | None = None
+    store: Store,
+    base: str,
+    ancestors: set[str],
+    objects: dict[str, str] | None = None,
+    times: dict[str, int] | None = None,
 ) -> set[str]:
     """Ids a past tag may hold in `store`: annotated tag objects naming `base` or an ancestor,
     tagged no later than `base` was committed; and those ancestors themselves (a lightweight
-    tag names the commit), committed no later than `base`.
+    tag names the commit), committed no later than `base`. `times`, when given, holds the
+    commit time of every ancestor of `base` (read through closed packs: `packs.store_view`).
     """
     dates = git_at(store.git_dir, "log", "-1", "--format=%ct", base, check=False).stdout.split()
     if not dates:
@@ -186,6 +210,9 @@ def past_tag_values(
             and when <= made
         ):
             allowed.add(oid)
+    if times is not None:
+        allowed.update(sha for sha, when in times.items() if when <= made)
+        return allowed
     listing = git_at(store.git_dir, "log", "--format=%H %ct", base, check=False).stdout
     for row in listing.decode().splitlines():
         sha, _, when_text = row.partition(" ")

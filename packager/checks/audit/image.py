@@ -62,6 +62,7 @@ from packager.checks.audit.layers import (
     visible,
 )
 from packager.checks.audit.local import chain_ids, layer_chunks, open_local_store, read_config
+from packager.checks.audit.packs import store_view
 from packager.checks.audit.report import AuditError, AuditReport, Finding, FindingKind
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ def _link_objects(walk: _Walk, tmp: Path) -> None:
 
 
 def _gather_stores(
-    walk: _Walk, tmp: Path, spec: TaskSpec, secrets: Secrets, git_prefix: str
+    walk: _Walk, tmp: Path, spec: TaskSpec, secrets: Secrets, git_prefix: str, root: Path
 ) -> list[Finding]:
     """Phase 2: open every object store found (the workdir repository's first), take the base
     tree's content from it, and add the patched files to the exact secrets.
@@ -219,8 +220,12 @@ def _gather_stores(
     workdir_git = spec.repo.workdir.rstrip("/") + "/.git"
     _link_objects(walk, tmp / "stores")
     found = sorted((tmp / "stores").iterdir()) if (tmp / "stores").is_dir() else []
-    walk.stores = [open_store(p) for p in found if (p / "where").exists()]
     workdir_objects = f"/{git_prefix}objects"
+    walk.stores = [
+        open_store(p, root, base) if (p / "where").read_text() == workdir_objects else open_store(p)
+        for p in found
+        if (p / "where").exists()
+    ]
     walk.stores.sort(key=lambda s: s.where != workdir_objects)
     first = walk.stores[0] if walk.stores else None
     walk.workdir = first if first is not None and first.where == workdir_objects else None
@@ -251,19 +256,26 @@ def _gather_stores(
 def _object_findings(walk: _Walk, base: str, scan: Scan) -> tuple[list[Finding], set[str]]:
     """Phase 3: in every store, the commits and tag objects base_commit does not reach, and
     the blobs it does not reach checked like files. Returns the findings and the past tags.
+    A store with a closed history pack (`packs`) is read through it; any other in full.
     """
     findings: list[Finding] = []
     past_tags: set[str] = set()
     for store in walk.stores:
-        objects = all_objects(store)
-        walk.n_objects += len(objects)
-        reachable = reachable_from(store, base) or set()
+        view = None
         if store is walk.workdir:
-            past_tags = past_tag_values(store, base, reachable, objects)
+            view = store_view(store.git_dir, base, store.closed, store.origin)
+        if view is not None:
+            objects, reachable = view.objects, view.reachable
+        else:
+            objects = all_objects(store)
+            reachable = reachable_from(store, base) or set()
+        walk.n_objects += len(objects)
+        if store is walk.workdir:
+            times = view.ancestor_times if view is not None else None
+            past_tags = past_tag_values(store, base, reachable, objects, times)
         loose_blobs: list[str] = []
-        for oid, kind in sorted(objects.items()):
-            if oid in reachable:
-                continue
+        for oid in sorted(set(objects).difference(reachable)):
+            kind = objects[oid]
             layer_key = store.origin.get(oid, "")
             if kind == "commit":
                 detail = "commit that is not base_commit or an ancestor"
@@ -388,7 +400,7 @@ def audit_image(client: DockerClient, image_tag: str, spec: TaskSpec) -> AuditRe
         walk = walk or _walk_saved(image, image_tag, spec, root, git_prefix)
         try:
             scan.check(walk.config, CONFIG_LAYER, "/" + walk.config_name)
-            findings = _gather_stores(walk, Path(tmp), spec, secrets, git_prefix)
+            findings = _gather_stores(walk, Path(tmp), spec, secrets, git_prefix, root)
             object_findings, past_tags = _object_findings(walk, base, scan)
             findings += object_findings
             for layer in walk.layers:
