@@ -400,6 +400,12 @@ class CleanConfig(_Section):
         "packager.task, e.g. 'samples/*').",
     )
     dry_run: bool = Field(False, description="Say what would be removed; remove nothing.")
+    caches: bool = Field(
+        False,
+        description="Also empty this machine's derived caches (audit layer indexes and "
+        "verdicts, snapshot tars and history packs, wheelhouses); fetched repository mirrors "
+        "stay. Not while another packager run is going.",
+    )
 
 
 class RunConfig(_Section):

@@ -141,6 +141,7 @@ class CleanFlags:
     keep_newest: int = opt("--keep-newest", min=0)
     task: str | None = opt("--task")
     dry_run: bool = opt("--dry-run")
+    caches: bool = opt("--caches")
 
 
 ConfigOpt = Annotated[

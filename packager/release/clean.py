@@ -8,19 +8,33 @@ Every image and container the tool makes carries `packager.tool=packager`, plus
 
 It never touches images it did not make: base images, published images pulled by digest, or
 other projects' images. `disk_use` sums what the tool's images take, for the report.
+`clean_caches` empties the machine cache's derived folders (`DERIVED_CACHES`), on request.
 """
 
 from __future__ import annotations
 
+import shutil
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from packager.images.build import DockerClient
 from packager.render.naming import LABEL_ROLE, LABEL_TASK, LABEL_TOOL
 
 TOOL_FILTER = {"label": f"{LABEL_TOOL}=packager"}
+DERIVED_CACHES = (
+    "audit-layers",
+    "audits",
+    "snapshots",
+    "wheelhouse",
+    "hud-wheels",
+    "judge-wheels",
+    "ray-repos",
+)
+"""Folders of the machine cache that every run can make again from its inputs. `mirrors`
+(fetched repositories: a network fetch to make again) and `locks` are not among them."""
 
 
 @dataclass
@@ -140,3 +154,33 @@ def human(size: int) -> str:
             return f"{value:.0f} {unit}" if unit in ("B", "kB") else f"{value:.1f} {unit}"
         value /= 1000
     return f"{value:.1f} TB"
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for item in path.rglob("*"):
+        try:
+            if item.is_file() and not item.is_symlink():
+                total += item.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def clean_caches(
+    root: Path, *, dry_run: bool = False, log: Callable[[str], None] = lambda _: None
+) -> int:
+    """Empty the derived folders of the machine cache at `root` (`DERIVED_CACHES`); the bytes
+    they held. Files shared by hard links with an output folder stay there.
+    """
+    total = 0
+    for name in DERIVED_CACHES:
+        folder = root / name
+        if not folder.is_dir():
+            continue
+        size = _size(folder)
+        total += size
+        log(f"{'would empty' if dry_run else 'emptied'} {folder} ({human(size)})")
+        if not dry_run:
+            shutil.rmtree(folder, ignore_errors=True)
+    return total
