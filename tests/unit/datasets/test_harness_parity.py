@@ -244,6 +244,24 @@ def test_every_python_parser_is_supported(harness: Harness) -> None:
         assert harness_parsers.runtime_parser(name) in parsers.PARSERS, name
 
 
+def test_every_registry_parser_but_javascript_ones_is_accepted(harness: Harness) -> None:
+    """C/C++, Go, Java, PHP, Ruby, Rust and Python: every harness name has a runtime parser; the
+    ones still refused are the JavaScript parsers (harness_parsers' docstring says why)."""
+    refused = [n for n in harness.registry if n not in harness_parsers.HARNESS_PARSERS]
+    modules = {harness.registry[n].__module__.rsplit(".", 1)[-1] for n in refused}
+    assert modules <= {"javascript"}, refused
+    for name in NATIVE_CASES:
+        assert harness_parsers.runtime_parser(name) in parsers_native.NATIVE_PARSERS
+
+
+def test_plain_cucumber_progress_names_no_test_for_either(harness: Harness) -> None:
+    """Real cucumber output without jekyll's formatter is dots only: nothing to read, in both."""
+    text = read(f"{NATIVE}cucumber_progress.txt")
+    assert "..U..U.U" in text
+    assert harness_map(harness, "parse_log_cucumber", text) == {}
+    assert parsers.parse("cucumber", text) == {}
+
+
 def test_every_mapped_harness_parser_is_checked_here(harness: Harness) -> None:
     mapped_names = {n for n in harness_parsers.HARNESS_PARSERS if n in harness.registry}
     assert mapped_names == set(CASES)
