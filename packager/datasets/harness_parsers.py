@@ -137,6 +137,23 @@ HARNESS_TEST_COMMANDS: dict[str, str] = {
 """Harness parsers whose repository's command differs from its family's default."""
 
 
+TRACED_PARSERS = frozenset({"maven"})
+"""Runtime parsers that read the shell's trace of each test command (``set -x``: ``+ mvn test
+-Dtest=<id>``) to know which test a result belongs to."""
+
+
+def join_test_commands(parser: str, commands: tuple[str, ...] | list[str]) -> str:
+    """A spec's list of test commands as one shell command for runtime parser ``parser``.
+
+    ``&&``-joined, except for a ``TRACED_PARSERS`` one: there, as in the harness's eval script,
+    every command runs (one test each: a failing test must not keep the next from running)
+    under ``set -x``, whose trace names the test of each result.
+    """
+    if parser in TRACED_PARSERS:
+        return "; ".join(("set -x", *commands))
+    return " && ".join(commands)
+
+
 def runtime_parser(name: str) -> str:
     """The runtime parser for a harness (or project) parser name; ValueError when unsupported."""
     try:

@@ -172,3 +172,23 @@ def test_no_input_makes_a_parser_raise(name: str) -> None:
     for text in samples:
         results = parsers.parse(name, text)
         assert set(results.values()) <= set(parsers.STATUSES)
+
+
+def test_native_runners_take_no_test_file_arguments() -> None:
+    from packager.adapters import assumptions
+
+    assert assumptions.NATIVE_RUNNER_PARSERS == tuple(parsers_native.NATIVE_PARSERS)
+    for name in NATIVE:
+        assert assumptions.directive_style(f"parse_log_{name}", name) is None
+    assert assumptions.directive_style("parse_log_pytest", "pytest") == "path"
+
+
+def test_maven_commands_run_each_test_traced() -> None:
+    from packager.datasets import harness_parsers
+
+    cmds = ["mvnd test -B -Dtest=A#one", "mvnd test -B -Dtest=A#two"]
+    joined = harness_parsers.join_test_commands("maven", cmds)
+    assert joined == "set -x; mvnd test -B -Dtest=A#one; mvnd test -B -Dtest=A#two"
+    assert harness_parsers.join_test_commands("cargo", ["cd x", "cargo test"]) == (
+        "cd x && cargo test"
+    )
