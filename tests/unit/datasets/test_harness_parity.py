@@ -112,7 +112,7 @@ NATIVE_CASES: dict[str, tuple[str, ...]] = {
     "parse_log_maven": (f"{NATIVE}maven_set_x.txt",),
     "parse_log_ant": (f"{NATIVE}ant_lombok.txt",),
     "parse_log_gradle_custom": (f"{NATIVE}gradle_testlogging.txt",),
-    "parse_log_phpunit": (f"{NATIVE}phpunit_testdox.txt", f"{NATIVE}phpunit10_testdox.txt"),
+    "parse_log_phpunit": (f"{NATIVE}phpunit_testdox.txt", f"{NATIVE}phpunit11_testdox.txt"),
     "parse_log_minitest": (f"{NATIVE}minitest_v.txt",),
     "parse_log_cucumber": (f"{NATIVE}jekyll_cucumber.txt",),
     "parse_log_jekyll": (f"{NATIVE}minitest_v.txt", f"{NATIVE}jekyll_cucumber.txt"),
