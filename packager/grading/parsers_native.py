@@ -135,13 +135,24 @@ def parse_maven(text: str) -> Results:
 
 
 _ANT_LINE = re.compile(r"\[junit\]\s+\[(?P<word>PASS|FAIL|ERR)\]\s+(?P<id>.*)$")
+_ANT_STATUS = {"PASS": PASSED, "FAIL": FAILED, "ERR": FAILED}
 
 
 def parse_ant(text: str) -> Results:
     """Ant's ``<junit>`` task with lombok's ``SimpleTestFormatter``:
     ``[junit] [PASS] testName(pkg.Class)``; ``[FAIL]`` and ``[ERR]`` are failed.
+
+    Deliberately unlike the harness, which keeps a test's last line: that formatter prints
+    ``[PASS]`` when any test ends, so a failing test prints ``[FAIL]`` (or ``[ERR]``) and then
+    ``[PASS]``, and the harness reads it as passed. Here a test once reported failed stays
+    failed (docs/grading.md).
     """
-    return _read(text, _ANT_LINE, {"PASS": PASSED, "FAIL": FAILED, "ERR": FAILED})
+    results: Results = {}
+    for line in _stripped_lines(text):
+        m = _ANT_LINE.match(line)
+        if m and results.get(m.group("id")) != FAILED:
+            results[m.group("id")] = _ANT_STATUS[m.group("word")]
+    return results
 
 
 # The name keeps every character before the last whitespace character preceding the status.

@@ -111,7 +111,7 @@ NATIVE_CASES: dict[str, tuple[str, ...]] = {
     "parse_log_googletest": (f"{NATIVE}googletest_ctest.txt",),
     "parse_log_maven": (f"{NATIVE}maven_set_x.txt",),
     "parse_log_ant": (f"{NATIVE}ant_lombok.txt",),
-    "parse_log_gradle_custom": (f"{NATIVE}gradle_testlogging.txt",),
+    "parse_log_gradle_custom": (f"{NATIVE}gradle_real.txt", f"{NATIVE}gradle_testlogging.txt"),
     "parse_log_phpunit": (f"{NATIVE}phpunit_testdox.txt", f"{NATIVE}phpunit11_testdox.txt"),
     "parse_log_minitest": (f"{NATIVE}minitest_v.txt",),
     "parse_log_cucumber": (f"{NATIVE}jekyll_cucumber.txt",),
@@ -157,6 +157,11 @@ def mapped(raw: dict[str, str]) -> dict[str, str]:
     return {k: STATUS[v] for k, v in raw.items() if v in STATUS}
 
 
+def _ant_failures(text: str) -> set[str]:
+    """Tests lombok's ant formatter reported failed (``[junit] [FAIL] id`` or ``[ERR]``)."""
+    return set(re.findall(r"^\s*\[junit\]\s+\[(?:FAIL|ERR)\]\s+(.*?)\s*$", text, re.MULTILINE))
+
+
 def _truncated(test_id: str) -> bool:
     return test_id.count("[") > test_id.count("]")
 
@@ -186,7 +191,10 @@ def compare(theirs: dict[str, str], ours: dict[str, str], text: str) -> Comparis
       lacks (a skip that pytest's summary names only by file, a test a Go panic cut short):
       missing and failed/skipped/error grade alike.
     The one difference that is not verdict-neutral: ``xpass``, an XPASS the runtime's
-    ``pytest``-based parsers count as passed and the harness does not record.
+    ``pytest``-based parsers count as passed and the harness does not record. And one that
+    fails closed on purpose: ``ant_failure_kept``, a test lombok's ant formatter reported
+    ``[FAIL]``/``[ERR]`` and then ``[PASS]`` (as it does for every failure): failed for the
+    runtime, passed for the harness.
     """
     explained: dict[str, list[str]] = {}
     unexplained: list[str] = []
@@ -201,11 +209,13 @@ def compare(theirs: dict[str, str], ours: dict[str, str], text: str) -> Comparis
             note("truncated", key)
         elif key not in ours and _message_keyed(key):
             note("message_keyed", key)
+        elif status == "passed" and ours.get(key) == "failed" and key in _ant_failures(text):
+            note("ant_failure_kept", key)
         else:
             unexplained.append(f"harness {key!r}: {status}, runtime: {ours.get(key)}")
     xpassed = set(re.findall(r"^XPASS (\S+)", text, re.MULTILINE))
     for key, status in ours.items():
-        if theirs.get(key) == status:
+        if theirs.get(key) == status or key in explained.get("ant_failure_kept", ()):
             continue
         if key in theirs:
             unexplained.append(f"runtime {key!r}: {status}, harness: {theirs[key]}")
@@ -260,6 +270,23 @@ def test_plain_cucumber_progress_names_no_test_for_either(harness: Harness) -> N
     assert "..U..U.U" in text
     assert harness_map(harness, "parse_log_cucumber", text) == {}
     assert parsers.parse("cucumber", text) == {}
+
+
+def test_ant_keeps_a_reported_failure(harness: Harness) -> None:
+    """Deliberate: lombok's formatter prints ``[PASS]`` at the end of every test, after the
+    ``[FAIL]``/``[ERR]`` of a failing one; the harness keeps the last line (passed), the runtime
+    the failure."""
+    text = read(f"{NATIVE}ant_lombok.txt")
+    failures = _ant_failures(text)
+    assert failures
+    raw = harness_map(harness, "parse_log_ant", text)
+    ours = parsers.parse("ant", text)
+    for test_id in failures:
+        assert raw[test_id] == "PASSED"
+        assert ours[test_id] == "failed"
+        assert rules.all_pass(ours, [test_id], [])[0] == 0.0
+    passing = [k for k, v in raw.items() if k not in failures]
+    assert passing and all(ours[k] == "passed" for k in passing)
 
 
 def test_every_mapped_harness_parser_is_checked_here(harness: Harness) -> None:
@@ -317,7 +344,10 @@ def test_status_maps_agree(harness: Harness, name: str, log: str) -> None:
     runtime = harness_parsers.runtime_parser(name)
     if runtime not in ("pytest", "pytest_options", "pytest_matplotlib"):
         assert "xpass" not in result.explained
-    if runtime in ("django", "sympy", "doctest", *NATIVE_RUNTIME) or log == "gotest.txt":
+    exact = ("django", "sympy", "doctest", *NATIVE_RUNTIME)
+    if runtime == "ant":
+        assert set(result.explained) <= {"ant_failure_kept"}
+    elif runtime in exact or log == "gotest.txt":
         assert ours == theirs  # no id rewriting or extras at all for these
 
 
@@ -377,10 +407,16 @@ def test_captured_output_forges_a_harness_result_but_not_a_runtime_one(harness: 
 # -------------------------------------------------------------------------------- verdicts
 
 
-def _listed_ids(theirs_raw: dict[str, str], ours: dict[str, str]) -> list[str]:
+def _listed_ids(theirs_raw: dict[str, str], ours: dict[str, str], text: str) -> list[str]:
     """Ids a dataset could list: the harness's keys (test results only) plus every whole id
-    cut at its first space, as the datasets hold them."""
-    ids = [k for k, v in theirs_raw.items() if v in STATUS and not _message_keyed(k)]
+    cut at its first space, as the datasets hold them. Tests the ant formatter reported failed
+    are left to test_ant_keeps_a_reported_failure (the harness reads them as passed)."""
+    failed_in_ant = _ant_failures(text)
+    ids = [
+        k
+        for k, v in theirs_raw.items()
+        if v in STATUS and not _message_keyed(k) and k not in failed_in_ant
+    ]
     ids += [k.split()[0] for k in ours if " " in k and "::" in k]
     return list(dict.fromkeys(ids))
 
@@ -397,7 +433,7 @@ def test_each_listed_id_grades_alike(harness: Harness, name: str, log: str) -> N
     raw = harness_map(harness, name, text, log)
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
     xpassed = set(re.findall(r"^XPASS (\S+)", text, re.MULTILINE))
-    for test_id in _listed_ids(raw, ours):
+    for test_id in _listed_ids(raw, ours, text):
         ours_pass = rules.all_pass(ours, [test_id], [])[0] == 1.0
         assert ours_pass == harness.grading.test_passed(test_id, raw), test_id
         assert ours_pass == _resolved(harness, raw, [test_id], []), test_id
@@ -417,7 +453,7 @@ def test_resolution_agrees(harness: Harness, name: str, log: str) -> None:
     text = read(log)
     raw = harness_map(harness, name, text, log)
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
-    listed = _listed_ids(raw, ours)
+    listed = _listed_ids(raw, ours, text)
     passing = [t for t in listed if harness.grading.test_passed(t, raw)]
     failing = [t for t in listed if harness.grading.test_failed(t, raw)]
     assert passing, "the fixture must have passing tests"

@@ -155,6 +155,9 @@ def test_cargo_automake_and_micropython() -> None:
     }
     ant = "    [junit] [PASS] a(C)\n    [junit] [FAIL] b(C)\n    [junit] [ERR] c(C)\n"
     assert parsers.parse("ant", ant) == {"a(C)": "passed", "b(C)": "failed", "c(C)": "failed"}
+    # lombok's formatter ends every test with [PASS], a failing one too: the failure stays.
+    ant += "    [junit] [PASS] b(C)\n    [junit] [PASS] c(C)\n"
+    assert parsers.parse("ant", ant) == {"a(C)": "passed", "b(C)": "failed", "c(C)": "failed"}
 
 
 def test_a_later_line_replaces_an_earlier_one_as_in_the_harness() -> None:
