@@ -239,10 +239,24 @@ _CUCUMBER_LINE = re.compile(r"(?P<id>.*) \.+(?P<word>\.|F)")
 
 
 def parse_cucumber(text: str) -> Results:
-    """Cucumber ``--format progress`` lines ``<name> ....``: the character after the run of
-    dots is the status (``.`` passed, ``F`` failed).
+    """Cucumber ``--format progress`` after jekyll's scenario line: ``<location>  Scenario:
+    <name> ..F- (0.5s)``; the id and the character after the run of dots as the harness reads
+    them (``.`` passed, ``F`` failed).
+
+    Deliberately unlike the harness: a scenario it reads as passed whose step characters are not
+    all ``.`` (``..P``: a pending step; ``..U-``: an undefined one) is failed here.
     """
-    return _read(text, _CUCUMBER_LINE, {".": PASSED, "F": FAILED})
+    results: Results = {}
+    for line in _stripped_lines(text):
+        m = _CUCUMBER_LINE.match(line)
+        if not m:
+            continue
+        status = PASSED if m.group("word") == "." else FAILED
+        steps = line[m.end("id") + 1 :].split(" ", 1)[0]
+        if status == PASSED and steps.strip("."):
+            status = FAILED
+        results[m.group("id")] = status
+    return results
 
 
 def parse_jekyll(text: str) -> Results:

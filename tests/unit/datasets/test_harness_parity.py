@@ -157,9 +157,12 @@ def mapped(raw: dict[str, str]) -> dict[str, str]:
     return {k: STATUS[v] for k, v in raw.items() if v in STATUS}
 
 
-def _ant_failures(text: str) -> set[str]:
-    """Tests lombok's ant formatter reported failed (``[junit] [FAIL] id`` or ``[ERR]``)."""
-    return set(re.findall(r"^\s*\[junit\]\s+\[(?:FAIL|ERR)\]\s+(.*?)\s*$", text, re.MULTILINE))
+def _failures_kept(text: str) -> set[str]:
+    """Tests lombok's ant formatter reported failed (``[junit] [FAIL] id`` or ``[ERR]``), and
+    jekyll's cucumber scenarios whose step characters hold a pending or undefined step."""
+    ant = re.findall(r"^\s*\[junit\]\s+\[(?:FAIL|ERR)\]\s+(.*?)\s*$", text, re.MULTILINE)
+    steps = re.findall(r"^(\S+  Scenario: .*) ([.FUP-]+)(?: \(|$)", text, re.MULTILINE)
+    return set(ant) | {name for name, run in steps if set(run) & set("UP")}
 
 
 def _truncated(test_id: str) -> bool:
@@ -192,9 +195,9 @@ def compare(theirs: dict[str, str], ours: dict[str, str], text: str) -> Comparis
       missing and failed/skipped/error grade alike.
     The one difference that is not verdict-neutral: ``xpass``, an XPASS the runtime's
     ``pytest``-based parsers count as passed and the harness does not record. And one that
-    fails closed on purpose: ``ant_failure_kept``, a test lombok's ant formatter reported
-    ``[FAIL]``/``[ERR]`` and then ``[PASS]`` (as it does for every failure): failed for the
-    runtime, passed for the harness.
+    fails closed on purpose: ``failure_kept``, a test lombok's ant formatter reported
+    ``[FAIL]``/``[ERR]`` and then ``[PASS]`` (as it does for every failure), or a cucumber
+    scenario with a pending or undefined step: failed for the runtime, passed for the harness.
     """
     explained: dict[str, list[str]] = {}
     unexplained: list[str] = []
@@ -209,13 +212,13 @@ def compare(theirs: dict[str, str], ours: dict[str, str], text: str) -> Comparis
             note("truncated", key)
         elif key not in ours and _message_keyed(key):
             note("message_keyed", key)
-        elif status == "passed" and ours.get(key) == "failed" and key in _ant_failures(text):
-            note("ant_failure_kept", key)
+        elif status == "passed" and ours.get(key) == "failed" and key in _failures_kept(text):
+            note("failure_kept", key)
         else:
             unexplained.append(f"harness {key!r}: {status}, runtime: {ours.get(key)}")
     xpassed = set(re.findall(r"^XPASS (\S+)", text, re.MULTILINE))
     for key, status in ours.items():
-        if theirs.get(key) == status or key in explained.get("ant_failure_kept", ()):
+        if theirs.get(key) == status or key in explained.get("failure_kept", ()):
             continue
         if key in theirs:
             unexplained.append(f"runtime {key!r}: {status}, harness: {theirs[key]}")
@@ -272,21 +275,31 @@ def test_plain_cucumber_progress_names_no_test_for_either(harness: Harness) -> N
     assert parsers.parse("cucumber", text) == {}
 
 
-def test_ant_keeps_a_reported_failure(harness: Harness) -> None:
+@pytest.mark.parametrize(
+    ("name", "log"),
+    [("parse_log_ant", "ant_lombok.txt"), ("parse_log_cucumber", "jekyll_cucumber.txt")],
+)
+def test_failures_the_harness_reads_as_passed_are_kept(
+    harness: Harness, name: str, log: str
+) -> None:
     """Deliberate: lombok's formatter prints ``[PASS]`` at the end of every test, after the
-    ``[FAIL]``/``[ERR]`` of a failing one; the harness keeps the last line (passed), the runtime
-    the failure."""
-    text = read(f"{NATIVE}ant_lombok.txt")
-    failures = _ant_failures(text)
+    ``[FAIL]``/``[ERR]`` of a failing one, and the harness keeps the last line; it reads a
+    cucumber scenario ``..P`` (a pending step) as passed. The runtime keeps the failure."""
+    text = read(f"{NATIVE}{log}")
+    failures = _failures_kept(text)
     assert failures
-    raw = harness_map(harness, "parse_log_ant", text)
-    ours = parsers.parse("ant", text)
+    raw = harness_map(harness, name, text)
+    ours = parsers.parse(harness_parsers.runtime_parser(name), text)
+    assert failures & set(raw)
     for test_id in failures:
+        if test_id not in raw:  # `.U-`: neither reads a result from it
+            assert test_id not in ours
+            continue
         assert raw[test_id] == "PASSED"
         assert ours[test_id] == "failed"
         assert rules.all_pass(ours, [test_id], [])[0] == 0.0
-    passing = [k for k, v in raw.items() if k not in failures]
-    assert passing and all(ours[k] == "passed" for k in passing)
+    assert all(ours[k] == v.lower() for k, v in raw.items() if k not in failures)
+    assert "passed" in ours.values() and "failed" in set(ours.values())
 
 
 def test_every_mapped_harness_parser_is_checked_here(harness: Harness) -> None:
@@ -345,8 +358,8 @@ def test_status_maps_agree(harness: Harness, name: str, log: str) -> None:
     if runtime not in ("pytest", "pytest_options", "pytest_matplotlib"):
         assert "xpass" not in result.explained
     exact = ("django", "sympy", "doctest", *NATIVE_RUNTIME)
-    if runtime == "ant":
-        assert set(result.explained) <= {"ant_failure_kept"}
+    if runtime in ("ant", "cucumber", "jekyll"):
+        assert set(result.explained) <= {"failure_kept"}
     elif runtime in exact or log == "gotest.txt":
         assert ours == theirs  # no id rewriting or extras at all for these
 
@@ -409,13 +422,11 @@ def test_captured_output_forges_a_harness_result_but_not_a_runtime_one(harness: 
 
 def _listed_ids(theirs_raw: dict[str, str], ours: dict[str, str], text: str) -> list[str]:
     """Ids a dataset could list: the harness's keys (test results only) plus every whole id
-    cut at its first space, as the datasets hold them. Tests the ant formatter reported failed
-    are left to test_ant_keeps_a_reported_failure (the harness reads them as passed)."""
-    failed_in_ant = _ant_failures(text)
+    cut at its first space, as the datasets hold them. The failures the runtime keeps and the
+    harness reads as passed are left to test_failures_the_harness_reads_as_passed_are_kept."""
+    kept = _failures_kept(text)
     ids = [
-        k
-        for k, v in theirs_raw.items()
-        if v in STATUS and not _message_keyed(k) and k not in failed_in_ant
+        k for k, v in theirs_raw.items() if v in STATUS and not _message_keyed(k) and k not in kept
     ]
     ids += [k.split()[0] for k in ours if " " in k and "::" in k]
     return list(dict.fromkeys(ids))

@@ -122,10 +122,17 @@ def test_ruby_parsers() -> None:
         "a - b": "passed",
         "c - ./x_spec.rb[1:2]": "failed",
     }
-    cucumber = "features/a.feature:6  Scenario: x ......\nfeatures/a.feature:9  Scenario: y ..F-\n"
+    cucumber = (
+        "features/a.feature:6  Scenario: x ...... (0.5s)\n"
+        "features/a.feature:9  Scenario: y ..F- (0.1s)\n"
+        "features/a.feature:12  Scenario: z ..P (0.1s)\n"  # the harness: passed
+        "features/a.feature:15  Scenario: w ..U- (0.1s)\n"  # the harness: passed
+    )
     assert parsers.parse("cucumber", cucumber) == {
         "features/a.feature:6  Scenario: x": "passed",
         "features/a.feature:9  Scenario: y": "failed",
+        "features/a.feature:12  Scenario: z": "failed",
+        "features/a.feature:15  Scenario: w": "failed",
     }
     assert parsers.parse("jekyll", minitest + cucumber) == {
         **parsers.parse("minitest", minitest),
