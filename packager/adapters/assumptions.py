@@ -104,7 +104,25 @@ NON_TEST_EXTS = (
 """Files of a test patch that are not test files (the harness's NON_TEST_EXTS): never passed to
 the test command as directives."""
 
-NO_DIRECTIVE_PARSERS = ("gotest", "tap", "junit", "doctest")
+NATIVE_RUNNER_PARSERS = (
+    "redis",
+    "automake",
+    "micropython",
+    "googletest",
+    "maven",
+    "ant",
+    "gradle",
+    "phpunit_testdox",
+    "minitest",
+    "cucumber",
+    "jekyll",
+    "test_unit",
+    "rspec_lines",
+    "cargo",
+)
+"""The runtime's C/C++, Java, PHP, Ruby and Rust parsers (packager/grading/parsers_native.py)."""
+
+NO_DIRECTIVE_PARSERS = ("gotest", "tap", "junit", "doctest", *NATIVE_RUNNER_PARSERS)
 """Runners whose test command takes no test-file arguments (the harness appends directives to
 Python test commands only)."""
 

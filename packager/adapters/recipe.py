@@ -148,7 +148,11 @@ def _test_side(
     """The harness parser's name, the runtime parser, and the test command with the test
     patch's files appended as the harness derives them.
     """
-    from packager.datasets.harness_parsers import default_test_command, runtime_parser
+    from packager.datasets.harness_parsers import (
+        default_test_command,
+        join_test_commands,
+        runtime_parser,
+    )
 
     harness_parser = str(config.get("log_parser") or A.DEFAULT_LOG_PARSER)
     try:
@@ -166,7 +170,7 @@ def _test_side(
             )
         test_cmds = (default,)
     style = A.directive_style(harness_parser, parser)
-    test_command = " && ".join(test_cmds)
+    test_command = join_test_commands(parser, test_cmds)
     if style is not None:
         directives = test_directives(test_patch, style)
         if directives:

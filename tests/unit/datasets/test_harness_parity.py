@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from packager.datasets import harness_parsers
-from packager.grading import parsers, rules
+from packager.grading import parsers, parsers_native, rules
 
 DATA = Path(__file__).parents[1] / "data" / "harness"
 SWEBENCH_VERSION = "5.0.2"
@@ -101,6 +101,37 @@ CASES: dict[str, tuple[str, ...]] = {
     "parse_log_gotest": ("gotest.txt", "gotest_panic.txt"),
     "parse_log_doctest": ("doctest.txt",),
 }
+# The C/C++, Java, PHP, Ruby and Rust runners (tests/unit/data/harness/native/, README.md there
+# says which logs are real runner output and which are constructed).
+NATIVE = "native/"
+NATIVE_CASES: dict[str, tuple[str, ...]] = {
+    "parse_log_redis": (f"{NATIVE}redis_err.txt", f"{NATIVE}redis_err_only.txt"),
+    "parse_log_jq": (f"{NATIVE}automake_check.txt",),
+    "parse_log_micropython_test": (f"{NATIVE}micropython_run_tests.txt",),
+    "parse_log_googletest": (f"{NATIVE}googletest_ctest.txt",),
+    "parse_log_maven": (f"{NATIVE}maven_set_x.txt",),
+    "parse_log_ant": (f"{NATIVE}ant_lombok.txt",),
+    "parse_log_gradle_custom": (f"{NATIVE}gradle_real.txt", f"{NATIVE}gradle_testlogging.txt"),
+    "parse_log_phpunit": (f"{NATIVE}phpunit_testdox.txt", f"{NATIVE}phpunit11_testdox.txt"),
+    "parse_log_minitest": (f"{NATIVE}minitest_v.txt",),
+    "parse_log_cucumber": (f"{NATIVE}jekyll_cucumber.txt",),
+    "parse_log_jekyll": (f"{NATIVE}minitest_v.txt", f"{NATIVE}jekyll_cucumber.txt"),
+    "parse_log_ruby_unit": (f"{NATIVE}test_unit_v.txt",),
+    "parse_log_rspec_transformed_json": (
+        f"{NATIVE}rspec_fpm.txt",
+        f"{NATIVE}rspec_fastlane.txt",
+        f"{NATIVE}rspec_rubocop.txt",
+    ),
+    "parse_log_cargo": (f"{NATIVE}cargo_test.txt", f"{NATIVE}cargo_test_nocapture.txt"),
+}
+CASES.update(NATIVE_CASES)
+# parse_log_jekyll picks its runner by instance id: the row each log stands for.
+INSTANCES = {
+    f"{NATIVE}minitest_v.txt": "jekyll__jekyll-9141",
+    f"{NATIVE}jekyll_cucumber.txt": "jekyll__jekyll-8761",
+}
+# These read line for line as the harness does: their maps must be equal, not just agree.
+NATIVE_RUNTIME = tuple(parsers_native.NATIVE_PARSERS)
 PAIRS = [(name, log) for name, logs in CASES.items() for log in logs]
 
 PYTHON_PARSERS = (
@@ -113,15 +144,25 @@ def read(name: str) -> str:
     return (DATA / name).read_text(encoding="utf-8")
 
 
-def harness_map(harness: Harness, name: str, text: str) -> dict[str, str]:
-    """The harness parser's raw status map (statuses as the harness spells them)."""
-    return harness.registry[name](text, SpecStandIn())
+def harness_map(harness: Harness, name: str, text: str, log: str = "") -> dict[str, str]:
+    """The harness parser's raw status map (statuses as the harness spells them); ``log``
+    names the row the log stands for where the parser reads the instance id."""
+    spec = SpecStandIn(instance_id=INSTANCES[log]) if log in INSTANCES else SpecStandIn()
+    return harness.registry[name](text, spec)
 
 
 def mapped(raw: dict[str, str]) -> dict[str, str]:
     """Statuses renamed; entries whose status is no TestStatus (the harness keys a tox line
     ``ERROR: InvocationError ...`` as status ``ERROR:``) are no test results and are left out."""
     return {k: STATUS[v] for k, v in raw.items() if v in STATUS}
+
+
+def _failures_kept(text: str) -> set[str]:
+    """Tests lombok's ant formatter reported failed (``[junit] [FAIL] id`` or ``[ERR]``), and
+    jekyll's cucumber scenarios whose step characters hold a pending or undefined step."""
+    ant = re.findall(r"^\s*\[junit\]\s+\[(?:FAIL|ERR)\]\s+(.*?)\s*$", text, re.MULTILINE)
+    steps = re.findall(r"^(\S+  Scenario: .*) ([.FUP-]+)(?: \(|$)", text, re.MULTILINE)
+    return set(ant) | {name for name, run in steps if set(run) & set("UP")}
 
 
 def _truncated(test_id: str) -> bool:
@@ -153,7 +194,10 @@ def compare(theirs: dict[str, str], ours: dict[str, str], text: str) -> Comparis
       lacks (a skip that pytest's summary names only by file, a test a Go panic cut short):
       missing and failed/skipped/error grade alike.
     The one difference that is not verdict-neutral: ``xpass``, an XPASS the runtime's
-    ``pytest``-based parsers count as passed and the harness does not record.
+    ``pytest``-based parsers count as passed and the harness does not record. And one that
+    fails closed on purpose: ``failure_kept``, a test lombok's ant formatter reported
+    ``[FAIL]``/``[ERR]`` and then ``[PASS]`` (as it does for every failure), or a cucumber
+    scenario with a pending or undefined step: failed for the runtime, passed for the harness.
     """
     explained: dict[str, list[str]] = {}
     unexplained: list[str] = []
@@ -168,11 +212,13 @@ def compare(theirs: dict[str, str], ours: dict[str, str], text: str) -> Comparis
             note("truncated", key)
         elif key not in ours and _message_keyed(key):
             note("message_keyed", key)
+        elif status == "passed" and ours.get(key) == "failed" and key in _failures_kept(text):
+            note("failure_kept", key)
         else:
             unexplained.append(f"harness {key!r}: {status}, runtime: {ours.get(key)}")
     xpassed = set(re.findall(r"^XPASS (\S+)", text, re.MULTILINE))
     for key, status in ours.items():
-        if theirs.get(key) == status:
+        if theirs.get(key) == status or key in explained.get("failure_kept", ()):
             continue
         if key in theirs:
             unexplained.append(f"runtime {key!r}: {status}, harness: {theirs[key]}")
@@ -209,6 +255,51 @@ def test_every_python_parser_is_supported(harness: Harness) -> None:
         name = f"parse_log_{short}"
         assert name in harness.registry, name
         assert harness_parsers.runtime_parser(name) in parsers.PARSERS, name
+
+
+def test_every_registry_parser_but_javascript_ones_is_accepted(harness: Harness) -> None:
+    """C/C++, Go, Java, PHP, Ruby, Rust and Python: every harness name has a runtime parser; the
+    ones still refused are the JavaScript parsers (harness_parsers' docstring says why)."""
+    refused = [n for n in harness.registry if n not in harness_parsers.HARNESS_PARSERS]
+    modules = {harness.registry[n].__module__.rsplit(".", 1)[-1] for n in refused}
+    assert modules <= {"javascript"}, refused
+    for name in NATIVE_CASES:
+        assert harness_parsers.runtime_parser(name) in parsers_native.NATIVE_PARSERS
+
+
+def test_plain_cucumber_progress_names_no_test_for_either(harness: Harness) -> None:
+    """Real cucumber output without jekyll's formatter is dots only: nothing to read, in both."""
+    text = read(f"{NATIVE}cucumber_progress.txt")
+    assert "..U..U.U" in text
+    assert harness_map(harness, "parse_log_cucumber", text) == {}
+    assert parsers.parse("cucumber", text) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "log"),
+    [("parse_log_ant", "ant_lombok.txt"), ("parse_log_cucumber", "jekyll_cucumber.txt")],
+)
+def test_failures_the_harness_reads_as_passed_are_kept(
+    harness: Harness, name: str, log: str
+) -> None:
+    """Deliberate: lombok's formatter prints ``[PASS]`` at the end of every test, after the
+    ``[FAIL]``/``[ERR]`` of a failing one, and the harness keeps the last line; it reads a
+    cucumber scenario ``..P`` (a pending step) as passed. The runtime keeps the failure."""
+    text = read(f"{NATIVE}{log}")
+    failures = _failures_kept(text)
+    assert failures
+    raw = harness_map(harness, name, text)
+    ours = parsers.parse(harness_parsers.runtime_parser(name), text)
+    assert failures & set(raw)
+    for test_id in failures:
+        if test_id not in raw:  # `.U-`: neither reads a result from it
+            assert test_id not in ours
+            continue
+        assert raw[test_id] == "PASSED"
+        assert ours[test_id] == "failed"
+        assert rules.all_pass(ours, [test_id], [])[0] == 0.0
+    assert all(ours[k] == v.lower() for k, v in raw.items() if k not in failures)
+    assert "passed" in ours.values() and "failed" in set(ours.values())
 
 
 def test_every_mapped_harness_parser_is_checked_here(harness: Harness) -> None:
@@ -258,7 +349,7 @@ def test_default_test_commands() -> None:
 @pytest.mark.parametrize(("name", "log"), PAIRS)
 def test_status_maps_agree(harness: Harness, name: str, log: str) -> None:
     text = read(log)
-    theirs = mapped(harness_map(harness, name, text))
+    theirs = mapped(harness_map(harness, name, text, log))
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
     assert theirs, "the fixture must give the harness something to read"
     result = compare(theirs, ours, text)
@@ -266,7 +357,10 @@ def test_status_maps_agree(harness: Harness, name: str, log: str) -> None:
     runtime = harness_parsers.runtime_parser(name)
     if runtime not in ("pytest", "pytest_options", "pytest_matplotlib"):
         assert "xpass" not in result.explained
-    if runtime in ("django", "sympy", "doctest") or log == "gotest.txt":
+    exact = ("django", "sympy", "doctest", *NATIVE_RUNTIME)
+    if runtime in ("ant", "cucumber", "jekyll"):
+        assert set(result.explained) <= {"failure_kept"}
+    elif runtime in exact or log == "gotest.txt":
         assert ours == theirs  # no id rewriting or extras at all for these
 
 
@@ -326,10 +420,14 @@ def test_captured_output_forges_a_harness_result_but_not_a_runtime_one(harness: 
 # -------------------------------------------------------------------------------- verdicts
 
 
-def _listed_ids(theirs_raw: dict[str, str], ours: dict[str, str]) -> list[str]:
+def _listed_ids(theirs_raw: dict[str, str], ours: dict[str, str], text: str) -> list[str]:
     """Ids a dataset could list: the harness's keys (test results only) plus every whole id
-    cut at its first space, as the datasets hold them."""
-    ids = [k for k, v in theirs_raw.items() if v in STATUS and not _message_keyed(k)]
+    cut at its first space, as the datasets hold them. The failures the runtime keeps and the
+    harness reads as passed are left to test_failures_the_harness_reads_as_passed_are_kept."""
+    kept = _failures_kept(text)
+    ids = [
+        k for k, v in theirs_raw.items() if v in STATUS and not _message_keyed(k) and k not in kept
+    ]
     ids += [k.split()[0] for k in ours if " " in k and "::" in k]
     return list(dict.fromkeys(ids))
 
@@ -343,10 +441,10 @@ def _resolved(harness: Harness, raw: dict[str, str], f2p: list[str], p2p: list[s
 @pytest.mark.parametrize(("name", "log"), PAIRS)
 def test_each_listed_id_grades_alike(harness: Harness, name: str, log: str) -> None:
     text = read(log)
-    raw = harness_map(harness, name, text)
+    raw = harness_map(harness, name, text, log)
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
     xpassed = set(re.findall(r"^XPASS (\S+)", text, re.MULTILINE))
-    for test_id in _listed_ids(raw, ours):
+    for test_id in _listed_ids(raw, ours, text):
         ours_pass = rules.all_pass(ours, [test_id], [])[0] == 1.0
         assert ours_pass == harness.grading.test_passed(test_id, raw), test_id
         assert ours_pass == _resolved(harness, raw, [test_id], []), test_id
@@ -364,9 +462,9 @@ def test_each_listed_id_grades_alike(harness: Harness, name: str, log: str) -> N
 @pytest.mark.parametrize(("name", "log"), PAIRS)
 def test_resolution_agrees(harness: Harness, name: str, log: str) -> None:
     text = read(log)
-    raw = harness_map(harness, name, text)
+    raw = harness_map(harness, name, text, log)
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
-    listed = _listed_ids(raw, ours)
+    listed = _listed_ids(raw, ours, text)
     passing = [t for t in listed if harness.grading.test_passed(t, raw)]
     failing = [t for t in listed if harness.grading.test_failed(t, raw)]
     assert passing, "the fixture must have passing tests"
