@@ -53,10 +53,11 @@ def clean_command(flags: CleanFlags) -> None:
     """Remove this tool's containers, images and build cache from the Docker engine (found by
     the label packager.tool=packager; base images and other images are never touched).
     """
-    from packager.release.clean import clean_caches, human
-    from packager.run.store import cache_root
+    from packager.release.clean import human
 
-    report, after = driver.clean_engine(flags.keep_newest, flags.task, flags.dry_run, typer.echo)
+    report, after = driver.clean_engine(
+        flags.keep_newest, flags.task, flags.dry_run, typer.echo, caches=flags.caches
+    )
     verb = "would remove" if flags.dry_run else "removed"
     typer.echo(
         f"{verb} {report.containers} container(s), {len(report.images)} image tag(s) "
@@ -67,9 +68,6 @@ def clean_command(flags: CleanFlags) -> None:
         f"packager images on this engine: {after['images']}, {human(after['size_bytes'])} "
         f"({human(after['unique_bytes'])} not shared)"
     )
-    if flags.caches:
-        freed = clean_caches(cache_root(), dry_run=flags.dry_run, log=typer.echo)
-        typer.echo(f"machine caches: {human(freed)} {'to free' if flags.dry_run else 'freed'}")
 
 
 @with_options(DatasetFlags, OutFlag, config=False)

@@ -524,14 +524,22 @@ def release(
 
 
 def clean_engine(
-    keep_newest: int, task: str | None, dry_run: bool, log: Callable[[str], None]
+    keep_newest: int,
+    task: str | None,
+    dry_run: bool,
+    log: Callable[[str], None],
+    caches: bool = False,
 ) -> tuple[CleanReport, dict[str, int]]:
-    """Remove this tool's containers, images and build cache; the report and the disk use
-    left (before it, with `dry_run`).
+    """Remove this tool's containers, images and build cache (and with `caches` the machine's
+    derived caches); the report and the disk use left (before it, with `dry_run`).
     """
-    from packager.release.clean import clean, disk_use
+    from packager.release.clean import clean, clean_caches, disk_use, human
+    from packager.run.store import cache_root
 
     client = connect()
     before = disk_use(client)
     report = clean(client, keep_newest=keep_newest, task_glob=task, dry_run=dry_run, log=log)
+    if caches:
+        freed = clean_caches(cache_root(), dry_run=dry_run, log=log)
+        log(f"machine caches: {human(freed)} {'to free' if dry_run else 'freed'}")
     return report, before if dry_run else disk_use(client)
