@@ -15,7 +15,7 @@ from packager.cli.options import (
     TaskPick,
     with_options,
 )
-from packager.config import PublishConfig
+from packager.config import CleanConfig, PublishConfig
 from packager.errors import InputError
 from packager.run import driver
 
@@ -55,9 +55,7 @@ def clean_command(flags: CleanFlags) -> None:
     """
     from packager.release.clean import human
 
-    report, after = driver.clean_engine(
-        flags.keep_newest, flags.task, flags.dry_run, typer.echo, caches=flags.caches
-    )
+    report, after = driver.clean_engine(CleanConfig(**dataclasses.asdict(flags)), typer.echo)
     verb = "would remove" if flags.dry_run else "removed"
     typer.echo(
         f"{verb} {report.containers} container(s), {len(report.images)} image tag(s) "

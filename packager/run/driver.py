@@ -19,7 +19,7 @@ from packager.errors import InputError, PackagerError
 if TYPE_CHECKING:
     from packager.checks.audit import AuditReport
     from packager.checks.quality import QualityReport
-    from packager.config import PublishConfig, RunConfig, SelectionConfig
+    from packager.config import CleanConfig, PublishConfig, RunConfig, SelectionConfig
     from packager.executors import Executor, Job
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
@@ -524,22 +524,19 @@ def release(
 
 
 def clean_engine(
-    keep_newest: int,
-    task: str | None,
-    dry_run: bool,
-    log: Callable[[str], None],
-    caches: bool = False,
+    config: CleanConfig, log: Callable[[str], None]
 ) -> tuple[CleanReport, dict[str, int]]:
     """Remove this tool's containers, images and build cache (and with `caches` the machine's
     derived caches); the report and the disk use left (before it, with `dry_run`).
     """
+    keep_newest, task, dry_run = config.keep_newest, config.task, config.dry_run
     from packager.release.clean import clean, clean_caches, disk_use, human
     from packager.run.store import cache_root
 
     client = connect()
     before = disk_use(client)
     report = clean(client, keep_newest=keep_newest, task_glob=task, dry_run=dry_run, log=log)
-    if caches:
+    if config.caches:
         freed = clean_caches(cache_root(), dry_run=dry_run, log=log)
         log(f"machine caches: {human(freed)} {'to free' if dry_run else 'freed'}")
     return report, before if dry_run else disk_use(client)
