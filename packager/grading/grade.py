@@ -34,13 +34,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import parsers, patching, rules
+    from . import parsers, patching, rules, tripwires
 elif __package__:
-    from . import parsers, patching, rules
+    from . import parsers, patching, rules, tripwires
 else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
     import parsers
     import patching
     import rules
+    import tripwires
 
 DEFAULT_PATCH = "/logs/artifacts/model.patch"
 DEFAULT_OUT = "/logs/verifier"
@@ -539,6 +540,7 @@ def _run_tests(
         proof: Optional[Path] = None
         canaries: List[Tuple[str, Path]] = []
         tripwire: Optional[Tripwire] = None
+        node: Optional[tripwires.NodeCanary] = None
         if parser in parsers.PYTEST_FAMILY:
             # pytest's own JUnit report, at a path the command is not told about on its command
             # line: proof that the session ran to its end (see _trusted_pytest).
@@ -548,6 +550,8 @@ def _run_tests(
             tripwire = write_pytest_tripwire(repo, plan)
         elif parser == "gotest":
             canaries = write_go_canaries(repo, secrets.token_hex(8))
+        elif parser == "tap":
+            node = tripwires.write_node_canaries(repo)
         code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
         report["exit_code"] = code
         if timed_out:
@@ -564,8 +568,12 @@ def _run_tests(
             tests = _trusted_pytest(tests, proof, report, parser)
         if tripwire is not None:
             tests = check_tripwire(tests, tripwire.name)
+        if node is not None:
+            tests = check_node_canary(tests, [output], node.name, report)
         if parser == "gotest":
+            check_go_tripwires(output, [name for name, _ in canaries])
             tests = parsers.gotest_trusted(output, [name for name, _ in canaries])
+            tests = {k: v for k, v in tests.items() if not _is_go_tripwire(k)}
             if canaries and not tests and parsers.parse_gotest(output):
                 report.setdefault("notes", []).append(
                     "go test output without the grading canary: results not trusted"
@@ -578,6 +586,8 @@ def _run_tests(
             path.unlink(missing_ok=True)
         if tripwire is not None:
             tripwire.remove()
+        if node is not None:
+            node.remove()
 
 
 def _trusted_pytest(
@@ -711,12 +721,19 @@ def _go_package(dirpath: Path, filenames: Sequence[str]) -> Optional[str]:
     return max(names, key=lambda k: names[k]) if names else None
 
 
+def go_tripwire_name(canary: str) -> str:
+    """The must-fail test written beside the canary ``canary``."""
+    return canary.replace("TestGradingCanary", tripwires.GO_TRIPWIRE_PREFIX, 1)
+
+
 def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
     """Add a passing canary test to every Go package that has tests; return (name, file) pairs.
 
     A test binary that prints fake results from an ``init`` and exits early never runs its
     canary, whose name (random per run) it cannot know; ``parsers.gotest_trusted`` drops every
-    result of a package whose canary did not pass.
+    result of a package whose canary did not pass. Each canary file also holds a test that
+    always fails (``go_tripwire_name``): reported passed or skipped, it shows a binary whose
+    output was rewritten (``check_go_tripwires``).
     """
     canaries: List[Tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(repo):
@@ -729,10 +746,55 @@ def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
             continue
         name = f"TestGradingCanary{nonce}N{len(canaries)}"
         source = f'package {package}\n\nimport "testing"\n\nfunc {name}(t *testing.T) {{}}\n'
+        source += tripwires.go_tripwire_source(go_tripwire_name(name))
         path = here / f"{GO_CANARY_PREFIX}{nonce}_test.go"
         path.write_text(source, encoding="utf-8")
         canaries.append((name, path))
     return canaries
+
+
+def _is_go_tripwire(test_id: str) -> bool:
+    return test_id.split("/", 1)[0].startswith(tripwires.GO_TRIPWIRE_PREFIX)
+
+
+def check_go_tripwires(output: str, canaries: Sequence[str]) -> None:
+    """A Go tripwire reported passed or skipped means the test binary's output was rewritten."""
+    names = [go_tripwire_name(c) for c in canaries]
+    seen = tripwires.go_tripwire_outcomes(parsers.parse_gotest(output), names)
+    bad = sorted(k for k, v in seen.items() if v in (parsers.PASSED, parsers.SKIPPED))
+    if bad:
+        raise Stop(
+            "policy_violation",
+            f"go test reported a test that must fail as {seen[bad[0]]}: "
+            "the code under test tampered with the test binary",
+        )
+
+
+NODE_TAMPERED = (
+    "node's test runner reported its grading canary passed: the code under test made an "
+    "assertion a no-op or rewrote the runner's results"
+)
+
+
+def check_node_canary(
+    tests: Dict[str, str], texts: Sequence[str], name: str, report: Report
+) -> Dict[str, str]:
+    """Judge a run by its node canary (``tripwires.write_node_canaries``); drop its results.
+
+    Reported passed: tampering, the run scores 0. Never reported while other results were
+    parsed: the output did not come from the files the canary was added to, so none of it
+    is trusted.
+    """
+    verdict = tripwires.node_canary_verdict(texts, name)
+    if verdict == "tampered":
+        raise Stop("policy_violation", NODE_TAMPERED)
+    kept = tripwires.drop_named(tests, name)
+    if verdict == "unseen" and kept:
+        report.setdefault("notes", []).append(
+            "node test output without the grading canary: results not trusted"
+        )
+        return {}
+    return kept
 
 
 COLLECTED_EXIT_CODES = (0, 1)
@@ -794,20 +856,47 @@ def _run_script(
                 "CRITERIA_FILE": str(criteria_file),
             }
         )
-        code, timed_out, stdout = run_logged(
-            spec["command"],
-            grader_dir,
-            env,
-            _timeout(spec.get("timeout_sec"), timeout),
-            out_dir / GRADER_OUTPUT,
-            stderr_path=out_dir / GRADER_STDERR,
-        )
+        node = tripwires.write_node_canaries(repo)
+        try:
+            code, timed_out, stdout = run_logged(
+                spec["command"],
+                grader_dir,
+                env,
+                _timeout(spec.get("timeout_sec"), timeout),
+                out_dir / GRADER_OUTPUT,
+                stderr_path=out_dir / GRADER_STDERR,
+            )
+        finally:
+            if node is not None:
+                node.remove()
         report["grader_exit_code"] = code
         if timed_out:
             raise Stop("infra_error", "timeout")
+        if node is not None:
+            _check_grader_canary(node.name, stdout, out_dir / GRADER_STDERR, report)
         return rules.script_scores(rules.read_script_report(reward_file, stdout), criteria)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _check_grader_canary(name: str, stdout: str, stderr_path: Path, report: Report) -> None:
+    """The row's own grader ran node's test runner on files holding the node canary: if its
+    output (stdout or stderr) shows the canary passed, the run was tampered with. A grader that
+    prints nothing of that run is a black box here: noted, not judged.
+    """
+    try:
+        stderr = stderr_path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        stderr = ""
+    verdict = tripwires.node_canary_verdict([stdout, stderr], name)
+    report["node_canary"] = verdict
+    if verdict == "tampered":
+        raise Stop("policy_violation", NODE_TAMPERED)
+    if verdict == "unseen":
+        report.setdefault("notes", []).append(
+            "the grader's output does not show node's grading canary: tampering with node's "
+            "assert or test runner could not be checked"
+        )
 
 
 def _import_judge() -> Any:
