@@ -540,7 +540,8 @@ def _run_tests(
         proof: Optional[Path] = None
         canaries: List[Tuple[str, Path]] = []
         tripwire: Optional[Tripwire] = None
-        node: Optional[tripwires.NodeCanary] = None
+        node: Optional[tripwires.AddedTest] = None
+        added: Optional[tripwires.AddedTest] = None
         if parser in parsers.PYTEST_FAMILY:
             # pytest's own JUnit report, at a path the command is not told about on its command
             # line: proof that the session ran to its end (see _trusted_pytest).
@@ -552,6 +553,8 @@ def _run_tests(
             canaries = write_go_canaries(repo, secrets.token_hex(8))
         elif parser == "tap":
             node = tripwires.write_node_canaries(repo)
+        elif parser == "sympy":
+            added = tripwires.write_sympy_tripwire(repo, command)
         code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
         report["exit_code"] = code
         if timed_out:
@@ -570,6 +573,8 @@ def _run_tests(
             tests = check_tripwire(tests, tripwire.name)
         if node is not None:
             tests = check_node_canary(tests, [output], node.name, report)
+        if added is not None:
+            tests = check_sympy_tripwire(tests, output, added.name)
         if parser == "gotest":
             check_go_tripwires(output, [name for name, _ in canaries])
             tests = parsers.gotest_trusted(output, [name for name, _ in canaries])
@@ -588,6 +593,8 @@ def _run_tests(
             tripwire.remove()
         if node is not None:
             node.remove()
+        if added is not None:
+            added.remove()
 
 
 def _trusted_pytest(
@@ -795,6 +802,18 @@ def check_node_canary(
         )
         return {}
     return kept
+
+
+def check_sympy_tripwire(tests: Dict[str, str], output: str, name: str) -> Dict[str, str]:
+    """SymPy's tripwire reported anything but a failure means a tampered runner; drop it."""
+    seen = tripwires.sympy_tripwire_outcomes(output, name)
+    if [word for word in seen if word not in ("F", "E")]:
+        raise Stop(
+            "policy_violation",
+            f"sympy's test runner reported a test that must fail as {seen[0]!r}: "
+            "the code under test tampered with the runner",
+        )
+    return {k: v for k, v in tests.items() if not k.endswith(name)}
 
 
 COLLECTED_EXIT_CODES = (0, 1)

@@ -14,6 +14,8 @@ only a tampered run reports it otherwise.
   (its output) was rewritten.
 - Go: ``grade.write_go_canaries`` adds, beside the passing canary, a test that always fails;
   reported PASS or SKIP it shows a test binary whose output was rewritten.
+- SymPy (``bin/test``): a test function that always fails, appended to every test file the
+  command names; reported ``ok`` it shows a runner patched from inside the process.
 
 Standard library only, Python >= 3.9; must not import the other runtime modules (grade.py
 imports this one).
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -63,8 +66,8 @@ _NODE_CHECKS = (
 )
 
 
-class NodeCanary:
-    """The canary test added to a run's node:test files, and how to take it out again."""
+class AddedTest:
+    """A test added to some of a run's test files (by appending), and how to take it out again."""
 
     def __init__(self, name: str, files: List[Tuple[Path, bytes]]) -> None:
         self.name = name
@@ -157,7 +160,7 @@ def _node_test_files(repo: Path) -> Iterable[Path]:
                 return
 
 
-def write_node_canaries(repo: Path) -> Optional[NodeCanary]:
+def write_node_canaries(repo: Path) -> Optional[AddedTest]:
     """Append a canary test to every file of ``repo`` that uses ``node:test``; None if none.
 
     Only files that import ``node:test`` are touched: fixtures and helpers that do not register
@@ -182,9 +185,9 @@ def write_node_canaries(repo: Path) -> Optional[NodeCanary]:
             files.append((path, original))
             path.write_bytes(original + node_canary_source(name, esm, x, y).encode())
     except OSError:
-        NodeCanary(name, files).remove()
+        AddedTest(name, files).remove()
         raise
-    return NodeCanary(name, files) if files else None
+    return AddedTest(name, files) if files else None
 
 
 _TAP_LINE = re.compile(r"^\s*(not ok|ok)\b(?:\s+\d+)?(?:\s+-)?\s+(\S+)")
@@ -234,3 +237,51 @@ def go_tripwire_outcomes(tests: Dict[str, str], names: Iterable[str]) -> Dict[st
     """The parsed statuses of the Go tripwires (absent ones left out)."""
     wanted = set(names)
     return {k: v for k, v in tests.items() if k in wanted}
+
+
+SYMPY_TRIPWIRE_PREFIX = "test_grading_tripwire_"
+
+
+def command_test_files(repo: Path, command: str) -> List[Path]:
+    """The ``.py`` files inside ``repo`` that ``command`` names (shell words), in order."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    root = repo.resolve()
+    found: List[Path] = []
+    for word in words:
+        if not word.endswith(".py") or word.startswith("-"):
+            continue
+        path = repo / word
+        target = path.resolve()
+        inside = root in target.parents
+        if inside and path.is_file() and not path.is_symlink() and target not in found:
+            found.append(target)
+    return found
+
+
+def write_sympy_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
+    """Append a must-fail test function to every test file the command names; None if none."""
+    name = f"{SYMPY_TRIPWIRE_PREFIX}{secrets.token_hex(6)}"
+    body = f"\n\ndef {name}():\n    raise AssertionError('grading tripwire')\n".encode()
+    files: List[Tuple[Path, bytes]] = []
+    for path in command_test_files(repo, command):
+        original = path.read_bytes()
+        files.append((path, original))
+        path.write_bytes(original + body)
+    return AddedTest(name, files) if files else None
+
+
+def sympy_tripwire_outcomes(text: str, name: str) -> List[str]:
+    """What ``bin/test --verbose`` printed for the tripwire: the word after its name.
+
+    Read here rather than through the parser, which skips a file's last line (``test_x ok
+    [OK]``) and every status but ``ok``/``F``/``E``.
+    """
+    seen: List[str] = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == name:
+            seen.append(words[1])
+    return seen
