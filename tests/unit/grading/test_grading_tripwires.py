@@ -213,11 +213,11 @@ def test_go_tripwire_written_beside_the_canary(tmp_path: Path) -> None:
 @pytest.mark.parametrize("verdict", ["PASS", "SKIP"])
 def test_go_tripwire_reported_passed_is_tampering(verdict: str) -> None:
     out = GO_OUT.format(verdict=verdict, tail="PASS\nok  \texample.com/a\t0.01s")
-    with pytest.raises(grade.Stop) as caught:
-        grade.check_go_tripwires(out, ["TestGradingCanaryabcN0"])
-    assert caught.value.status == "policy_violation"
+    status = {"PASS": "passed", "SKIP": "skipped"}[verdict]
+    with pytest.raises(tripwires.Tampered, match=f"must fail as {status}"):
+        tripwires.check_go_tripwires(grade.parsers.parse_gotest(out), ["TestGradingCanaryabcN0"])
     honest = GO_OUT.format(verdict="FAIL", tail="FAIL\nFAIL\texample.com/a\t0.01s")
-    grade.check_go_tripwires(honest, ["TestGradingCanaryabcN0"])
+    tripwires.check_go_tripwires(grade.parsers.parse_gotest(honest), ["TestGradingCanaryabcN0"])
     assert "TestGradingTripwireabcN0" in grade.parsers.gotest_trusted(
         honest, ["TestGradingCanaryabcN0"]
     )
@@ -253,10 +253,9 @@ def test_sympy_tripwire_goes_into_the_files_the_command_names(tmp_path: Path) ->
 def test_sympy_tripwire_reported_ok_is_tampering() -> None:
     name = "test_grading_tripwire_cb76f2af8b7f"
     parsed = grade.parsers.parse_sympy(SYMPY_HONEST)
-    kept = grade.check_sympy_tripwire(parsed, SYMPY_HONEST, name)
+    kept = tripwires.check_sympy_tripwire(parsed, SYMPY_HONEST, name)
     assert kept == {"test_Permutation": "passed", "test_printing_non_cyclic": "passed"}
-    with pytest.raises(grade.Stop) as caught:
-        grade.check_sympy_tripwire({}, SYMPY_TAMPERED, "test_grading_tripwire_522a93d51612")
-    assert caught.value.status == "policy_violation"
+    with pytest.raises(tripwires.Tampered, match="'ok'"):
+        tripwires.check_sympy_tripwire({}, SYMPY_TAMPERED, "test_grading_tripwire_522a93d51612")
     # A file's last line ("... ok [OK]") is not read by the parser; the tripwire check reads it.
     assert "test_grading_tripwire_522a93d51612" not in grade.parsers.parse_sympy(SYMPY_TAMPERED)
