@@ -34,13 +34,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import parsers, patching, rules
+    from . import parsers, patching, rules, tripwires
 elif __package__:
-    from . import parsers, patching, rules
+    from . import parsers, patching, rules, tripwires
 else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
     import parsers
     import patching
     import rules
+    import tripwires
 
 DEFAULT_PATCH = "/logs/artifacts/model.patch"
 DEFAULT_OUT = "/logs/verifier"
@@ -539,6 +540,8 @@ def _run_tests(
         proof: Optional[Path] = None
         canaries: List[Tuple[str, Path]] = []
         tripwire: Optional[Tripwire] = None
+        node: Optional[tripwires.AddedTest] = None
+        added: Optional[tripwires.AddedTest] = None
         if parser in parsers.PYTEST_FAMILY:
             # pytest's own JUnit report, at a path the command is not told about on its command
             # line: proof that the session ran to its end (see _trusted_pytest).
@@ -548,6 +551,10 @@ def _run_tests(
             tripwire = write_pytest_tripwire(repo, plan)
         elif parser == "gotest":
             canaries = write_go_canaries(repo, secrets.token_hex(8))
+        elif parser == "tap":
+            node = tripwires.write_node_canaries(repo)
+        elif parser == "sympy":
+            added = tripwires.write_sympy_tripwire(repo, command)
         code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
         report["exit_code"] = code
         if timed_out:
@@ -564,8 +571,15 @@ def _run_tests(
             tests = _trusted_pytest(tests, proof, report, parser)
         if tripwire is not None:
             tests = check_tripwire(tests, tripwire.name)
+        if node is not None:
+            tests = tripwires.check_node_canary(tests, [output], node.name, report)
+        if added is not None:
+            tests = tripwires.check_sympy_tripwire(tests, output, added.name)
         if parser == "gotest":
-            tests = parsers.gotest_trusted(output, [name for name, _ in canaries])
+            names = [name for name, _ in canaries]
+            tripwires.check_go_tripwires(parsers.parse_gotest(output), names)
+            tests = parsers.gotest_trusted(output, names)
+            tests = {k: v for k, v in tests.items() if not tripwires.is_go_tripwire(k)}
             if canaries and not tests and parsers.parse_gotest(output):
                 report.setdefault("notes", []).append(
                     "go test output without the grading canary: results not trusted"
@@ -578,6 +592,10 @@ def _run_tests(
             path.unlink(missing_ok=True)
         if tripwire is not None:
             tripwire.remove()
+        if node is not None:
+            node.remove()
+        if added is not None:
+            added.remove()
 
 
 def _trusted_pytest(
@@ -716,7 +734,9 @@ def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
 
     A test binary that prints fake results from an ``init`` and exits early never runs its
     canary, whose name (random per run) it cannot know; ``parsers.gotest_trusted`` drops every
-    result of a package whose canary did not pass.
+    result of a package whose canary did not pass. Each canary file also holds a test that
+    always fails (``tripwires.go_tripwire_name``): reported passed or skipped, it shows a binary
+    whose output was rewritten (``tripwires.check_go_tripwires``).
     """
     canaries: List[Tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(repo):
@@ -729,6 +749,7 @@ def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
             continue
         name = f"TestGradingCanary{nonce}N{len(canaries)}"
         source = f'package {package}\n\nimport "testing"\n\nfunc {name}(t *testing.T) {{}}\n'
+        source += tripwires.go_tripwire_source(tripwires.go_tripwire_name(name))
         path = here / f"{GO_CANARY_PREFIX}{nonce}_test.go"
         path.write_text(source, encoding="utf-8")
         canaries.append((name, path))
@@ -794,17 +815,24 @@ def _run_script(
                 "CRITERIA_FILE": str(criteria_file),
             }
         )
-        code, timed_out, stdout = run_logged(
-            spec["command"],
-            grader_dir,
-            env,
-            _timeout(spec.get("timeout_sec"), timeout),
-            out_dir / GRADER_OUTPUT,
-            stderr_path=out_dir / GRADER_STDERR,
-        )
+        node = tripwires.write_node_canaries(repo)
+        try:
+            code, timed_out, stdout = run_logged(
+                spec["command"],
+                grader_dir,
+                env,
+                _timeout(spec.get("timeout_sec"), timeout),
+                out_dir / GRADER_OUTPUT,
+                stderr_path=out_dir / GRADER_STDERR,
+            )
+        finally:
+            if node is not None:
+                node.remove()
         report["grader_exit_code"] = code
         if timed_out:
             raise Stop("infra_error", "timeout")
+        if node is not None:
+            tripwires.check_grader_canary(node.name, stdout, out_dir / GRADER_STDERR, report)
         return rules.script_scores(rules.read_script_report(reward_file, stdout), criteria)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -886,6 +914,8 @@ def grade(plan_path: Path, out_dir: Path, patch_path: Path) -> Report:
         _grade(plan_path, out_dir, patch_path, report)
     except Stop as stop:
         report.update(status=stop.status, reason=stop.reason, reward=0.0, subscores={})
+    except tripwires.Tampered as exc:
+        report.update(status="policy_violation", reason=str(exc), reward=0.0, subscores={})
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
         report.update(status="infra_error", reason=reason, reward=0.0, subscores={})

@@ -47,6 +47,7 @@ GRADING_MODULES = (
     "parsers_native.py",
     "patching.py",
     "rules.py",
+    "tripwires.py",
 )
 """The runtime's modules, packed into GRADING_ARCHIVE at its root (its `__init__.py` only
 serves the package import of the unit tests)."""

@@ -5,8 +5,10 @@ after the gold patch); what it leaves in /testbed is collected like an agent's w
 -A`, `git diff --cached`) and graded with `packager.engines.containers.run_once(..., patch=...)` in
 a fresh grader container. Every attack must score below 1.0 while the gold patch scores 1.0. Attacks
 are "cheat only" (no fix: a 1.0 would be the cheat winning) except the patch-policy ones, which
-are "gold plus cheating". Rows marked residual are in-process tampering that grading cannot
-stop (docs/security.md, "Adversarial patches"): they are run and reported, not asserted.
+are "gold plus cheating". An attack marked residual would be run and reported, not asserted
+(in-process tampering grading cannot stop); none is today (docs/security.md, "Adversarial
+patches"). Per language: runner monkeypatch, skip-all, fake output with exit 0, early exit and
+edited test files.
 
 The table (attack x task -> reward) is printed at the end of the module.
 """
@@ -198,6 +200,17 @@ cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 _ = cmd.Start()
 """
 GO_SYNC = 'exec.Command("sh", "/testbed/cheat.sh").Run()\n'
+# The test binary's stdout goes through sed, which reports every failed test as passed.
+GO_RUNNER_PATCH = """
+r, w, _ := os.Pipe()
+cmd := exec.Command("sed", "-u", "s/--- FAIL/--- PASS/")
+cmd.Stdin, cmd.Stdout = r, os.Stdout
+_ = cmd.Start()
+_ = syscall.Dup2(int(w.Fd()), 1)
+"""
+# Run no test at all: a -test.run that matches nothing, appended to the binary's arguments.
+GO_SKIP_ALL = 'os.Args = append(os.Args, "-test.run=^$")\n'
+PY_SKIP_ALL = _py("import pytest as _pytest\n_pytest.skip('cheat', allow_module_level=True)\n")
 
 JS_DETACHED = (
     "cat >> $MODULE <<'JSEOF'\n"
@@ -220,6 +233,27 @@ JS_ASSERT_PATCH = (
     "const _a = require('node:assert');\n"
     "for (const k of ['ok', 'equal', 'strictEqual', 'deepEqual', 'deepStrictEqual', 'throws',"
     " 'notStrictEqual']) { _a[k] = () => {}; }\nJSEOF\n"
+)
+# The test process rewrites its reports to `node --test` (each file runs in a child that sends
+# v8-serialized events on stdout): every `test:fail` event becomes a same-length `test:pass`.
+JS_RUNNER_PATCH = (
+    "cat >> $MODULE <<'JSEOF'\n"
+    "const _w = process.stdout.write.bind(process.stdout);\n"
+    "process.stdout.write = (chunk, ...rest) => {\n"
+    "  if (typeof chunk !== 'string') {\n"
+    "    const b = Buffer.from(chunk);\n"
+    "    for (let i = b.indexOf('test:fail'); i >= 0; i = b.indexOf('test:fail', i))"
+    " b.write('test:pass', i);\n"
+    "    chunk = b;\n"
+    "  }\n"
+    "  return _w(chunk, ...rest);\n"
+    "};\nJSEOF\n"
+)
+# node:test reads no option the code under test can reach (its options objects have no
+# prototype), so skipping every test takes an edit of the test files.
+JS_SKIP_ALL = (
+    'for f in test/*.test.js; do sed -i "s/^test(/test.skip(/" $f; done\n'
+    "cp test/kv.test.js test/zz.test.js\n"
 )
 JS_STUB_TESTS = (
     "for f in test/kv.test.js test/zz.test.js; do\n"
@@ -302,7 +336,12 @@ ATTACKS = [
         '\tfmt.Println("PASS")\n\tos.Exit(0)\n}\nEOF\n',
     ),
     Attack("runner-monkeypatch", "3 startup hooks", ("python",), PY_RUNNER_PATCH),
-    Attack("assert-monkeypatch", "3 startup hooks", ("node",), JS_ASSERT_PATCH, residual=True),
+    Attack("runner-monkeypatch", "3 startup hooks", ("go",), _go(GO_RUNNER_PATCH)),
+    Attack("runner-monkeypatch", "3 startup hooks", ("node",), JS_RUNNER_PATCH),
+    Attack("assert-monkeypatch", "3 startup hooks", ("node",), JS_ASSERT_PATCH),
+    Attack("skip-all", "3 startup hooks", ("python",), PY_SKIP_ALL),
+    Attack("skip-all", "3 startup hooks", ("go",), _go(GO_SKIP_ALL)),
+    Attack("skip-all", "1 tests", ("node",), JS_SKIP_ALL),
     # 4. fake output
     Attack("fake-output-exit", "4 fake output", ("python",), PY_FAKE_EXIT),
     Attack("fake-output-atexit", "4 fake output", ("python",), PY_FAKE_ATEXIT),

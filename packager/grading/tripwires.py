@@ -1,0 +1,373 @@
+"""In-process canaries for test runners other than pytest (whose tripwire lives in grade.py).
+
+Code under test runs in the test runner's own process, so it can tamper with what the runner
+reports: make ``assert`` a no-op, rewrite the runner's output, or report every test passed. A
+test the runtime adds for one run, with a random name, whose honest outcome is known, shows it:
+only a tampered run reports it otherwise.
+
+- Node (``node:test``, run by ``node --test`` directly or by a row's own grader script): a
+  *todo* test appended to every file that uses ``node:test``. Its body calls each ``node:assert``
+  function (and ``assert.strict``'s) with arguments that must fail; if every call threw, the body
+  throws, so an honest run reports ``not ok ... # TODO``. A todo test's failure does not fail the
+  run (exit code 0, not counted in ``# fail``), so a grader that scores by exit code or by the
+  failures it counts is unaffected. ``ok`` for it means an assertion was a no-op or the runner
+  (its output) was rewritten.
+- Go: ``grade.write_go_canaries`` adds, beside the passing canary, a test that always fails;
+  reported PASS or SKIP it shows a test binary whose output was rewritten.
+- SymPy (``bin/test``): a test function that always fails, appended to every test file the
+  command names; reported ``ok`` it shows a runner patched from inside the process.
+
+The ``check_*`` functions read a run's output and raise ``Tampered`` (grade.py scores it 0,
+``policy_violation``); they never decide a reward otherwise. Standard library only, Python >=
+3.9; must not import the other runtime modules (grade.py imports this one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shlex
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+
+class Tampered(Exception):
+    """A canary or tripwire shows that the code under test tampered with the test runner: the
+    run scores 0 with status ``policy_violation`` (grade.py turns it into its report).
+    """
+
+
+Report = Dict[str, Any]
+
+NODE_CANARY_PREFIX = "grading_canary_"
+NODE_EXTENSIONS = (".js", ".cjs", ".mjs")
+NODE_SKIP_DIRS = {".git", "node_modules"}
+NODE_FILE_LIMIT = 2 * 1024 * 1024
+NODE_FILES_MAX = 2000
+
+# Every call must throw on an honest node:assert; `a` is the module, `s` its strict variant,
+# `x`/`y` two different random strings (so a patched assert cannot spare known arguments).
+_NODE_CHECKS = (
+    "() => a(false)",
+    "() => a.ok(false)",
+    "() => a.equal(x, y)",
+    "() => a.notEqual(x, x)",
+    "() => a.deepEqual({ k: x }, { k: y })",
+    "() => a.notDeepEqual({ k: x }, { k: x })",
+    "() => a.strictEqual(x, y)",
+    "() => a.notStrictEqual(x, x)",
+    "() => a.deepStrictEqual({ k: x }, { k: y })",
+    "() => a.notDeepStrictEqual({ k: x }, { k: x })",
+    "() => a.throws(() => {})",
+    "() => a.doesNotThrow(() => { throw new Error(x); })",
+    "() => a.match(x, /^$/)",
+    "() => a.doesNotMatch(x, /./)",
+    "() => a.fail(x)",
+    "() => a.ifError(new Error(x))",
+    "() => s(false)",
+    "() => s.ok(false)",
+    "() => s.equal(x, y)",
+    "() => s.deepEqual({ k: x }, { k: y })",
+    "() => s.strictEqual(x, y)",
+    "() => s.deepStrictEqual({ k: x }, { k: y })",
+    "() => s.throws(() => {})",
+)
+
+
+class AddedTest:
+    """A test added to some of a run's test files (by appending), and how to take it out again."""
+
+    def __init__(self, name: str, files: List[Tuple[Path, bytes]]) -> None:
+        self.name = name
+        self.files = files  # (path, original bytes)
+
+    def remove(self) -> None:
+        """Put every file back as it was."""
+        for path, original in self.files:
+            try:
+                path.write_bytes(original)
+            except OSError:
+                pass
+
+
+def node_canary_source(name: str, esm: bool, x: str, y: str) -> str:
+    """The JavaScript appended to one test file (ES module or CommonJS syntax)."""
+    tag = name[len(NODE_CANARY_PREFIX) :]
+    checks = ",\n      ".join(_NODE_CHECKS)
+    if esm:
+        head = (
+            f"import __gradingTest{tag} from 'node:test';\n"
+            f"import __gradingAssert{tag} from 'node:assert';\n"
+            f"((t, a) => {{\n"
+        )
+        tail = f"}})(__gradingTest{tag}, __gradingAssert{tag});\n"
+    else:
+        head = "((t, a) => {\n"
+        tail = "})(require('node:test'), require('node:assert'));\n"
+    return (
+        "\n;"
+        + head
+        + f"  const s = a.strict, x = {json.dumps(x)}, y = {json.dumps(y)};\n"
+        + f"  t({json.dumps(name)}, {{ todo: 'grading canary' }}, () => {{\n"
+        + f"    const checks = [\n      {checks},\n    ];\n"
+        + "    let held = 0;\n"
+        + "    for (const check of checks) { try { check(); } catch (e) { held += 1; } }\n"
+        + "    if (held === checks.length) throw new Error('grading canary: assertions held');\n"
+        + "  });\n"
+        + tail
+    )
+
+
+def _package_type(folder: Path, root: Path, cache: Dict[Path, str]) -> str:
+    """``module`` or ``commonjs``: the ``type`` of the nearest package.json (Node's rule)."""
+    here = folder
+    seen: List[Path] = []
+    found = "commonjs"
+    while True:
+        if here in cache:
+            found = cache[here]
+            break
+        seen.append(here)
+        manifest = here / "package.json"
+        if manifest.is_file():
+            try:
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+                found = "module" if isinstance(data, dict) and data.get("type") == "module" else ""
+            except (OSError, ValueError):
+                found = ""
+            found = found or "commonjs"
+            break
+        if here == root or root not in here.parents:
+            break
+        here = here.parent
+    for folder_seen in seen:
+        cache[folder_seen] = found
+    return found
+
+
+def _node_test_files(repo: Path) -> Iterable[Path]:
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in NODE_SKIP_DIRS and not d.startswith(".")
+        )
+        for name in sorted(filenames):
+            if not name.endswith(NODE_EXTENSIONS):
+                continue
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            try:
+                if path.stat().st_size > NODE_FILE_LIMIT or b"node:test" not in path.read_bytes():
+                    continue
+            except OSError:
+                continue
+            yield path
+            count += 1
+            if count >= NODE_FILES_MAX:
+                return
+
+
+def write_node_canaries(repo: Path) -> Optional[AddedTest]:
+    """Append a canary test to every file of ``repo`` that uses ``node:test``; None if none.
+
+    Only files that import ``node:test`` are touched: fixtures and helpers that do not register
+    tests are left byte for byte (a test may read them as data). The canary runs after the
+    file's own tests, i.e. after the code under test has been loaded and could have patched
+    ``node:assert``.
+    """
+    root = repo.resolve()
+    name = f"{NODE_CANARY_PREFIX}{secrets.token_hex(6)}"
+    x, y = secrets.token_hex(4), secrets.token_hex(5)
+    cache: Dict[Path, str] = {}
+    files: List[Tuple[Path, bytes]] = []
+    try:
+        for path in _node_test_files(repo):
+            if path.name.endswith(".mjs"):
+                esm = True
+            elif path.name.endswith(".cjs"):
+                esm = False
+            else:
+                esm = _package_type(path.parent.resolve(), root, cache) == "module"
+            original = path.read_bytes()
+            files.append((path, original))
+            path.write_bytes(original + node_canary_source(name, esm, x, y).encode())
+    except OSError:
+        AddedTest(name, files).remove()
+        raise
+    return AddedTest(name, files) if files else None
+
+
+_TAP_LINE = re.compile(r"^\s*(not ok|ok)\b(?:\s+\d+)?(?:\s+-)?\s+(\S+)")
+_SPEC_LINE = re.compile(r"^\s*([\u2714\u2716])\s+(\S+)")  # ✔ passed, ✖ failed
+
+
+def node_canary_outcomes(text: str, name: str) -> List[str]:
+    """What Node's TAP or spec reporter said about the canary: ``passed``/``failed`` each time."""
+    seen: List[str] = []
+    if name not in text:
+        return seen
+    for line in text.splitlines():
+        if name not in line:
+            continue
+        m = _TAP_LINE.match(line)
+        if m and m.group(2) == name:
+            seen.append("failed" if m.group(1) == "not ok" else "passed")
+            continue
+        m = _SPEC_LINE.match(line)
+        if m and m.group(2) == name:
+            seen.append("failed" if m.group(1) == "\u2716" else "passed")
+    return seen
+
+
+def node_canary_verdict(texts: Iterable[str], name: str) -> str:
+    """``tampered`` (reported passed anywhere), ``held`` (only ever failed) or ``unseen``."""
+    outcomes = [o for text in texts for o in node_canary_outcomes(text, name)]
+    if "passed" in outcomes:
+        return "tampered"
+    return "held" if outcomes else "unseen"
+
+
+def drop_named(tests: Dict[str, str], name: str, separator: str = " > ") -> Dict[str, str]:
+    """``tests`` without the results of the test ``name`` (at any nesting level)."""
+    return {k: v for k, v in tests.items() if k != name and not k.endswith(f"{separator}{name}")}
+
+
+NODE_TAMPERED = (
+    "node's test runner reported its grading canary passed: the code under test made an "
+    "assertion a no-op or rewrote the runner's results"
+)
+
+
+def check_node_canary(
+    tests: Dict[str, str], texts: Sequence[str], name: str, report: Report
+) -> Dict[str, str]:
+    """Judge a run by its node canary (``write_node_canaries``); drop the canary's results.
+
+    Reported passed: ``Tampered``. Never reported while other results were parsed: the output
+    did not come from the files the canary was added to, so none of it is trusted.
+    """
+    verdict = node_canary_verdict(texts, name)
+    if verdict == "tampered":
+        raise Tampered(NODE_TAMPERED)
+    kept = drop_named(tests, name)
+    if verdict == "unseen" and kept:
+        report.setdefault("notes", []).append(
+            "node test output without the grading canary: results not trusted"
+        )
+        return {}
+    return kept
+
+
+def check_grader_canary(name: str, stdout: str, stderr_path: Path, report: Report) -> None:
+    """The row's own grader ran node's test runner on files holding the node canary: if its
+    output (stdout or stderr) shows the canary passed, the run was tampered with. A grader that
+    prints nothing of that run is a black box here: noted, not judged.
+    """
+    try:
+        stderr = stderr_path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        stderr = ""
+    verdict = node_canary_verdict([stdout, stderr], name)
+    report["node_canary"] = verdict
+    if verdict == "tampered":
+        raise Tampered(NODE_TAMPERED)
+    if verdict == "unseen":
+        report.setdefault("notes", []).append(
+            "the grader's output does not show node's grading canary: tampering with node's "
+            "assert or test runner could not be checked"
+        )
+
+
+GO_TRIPWIRE_PREFIX = "TestGradingTripwire"
+
+
+def go_tripwire_name(canary: str) -> str:
+    """The must-fail test written beside the Go canary ``canary``."""
+    return canary.replace("TestGradingCanary", GO_TRIPWIRE_PREFIX, 1)
+
+
+def is_go_tripwire(test_id: str) -> bool:
+    """Whether a parsed Go test id is a tripwire's (its results never count)."""
+    return test_id.split("/", 1)[0].startswith(GO_TRIPWIRE_PREFIX)
+
+
+def check_go_tripwires(parsed: Dict[str, str], canaries: Sequence[str]) -> None:
+    """A Go tripwire reported passed or skipped (in ``parse_gotest``'s results of the run)
+    means the test binary's output was rewritten: ``Tampered``.
+    """
+    names = {go_tripwire_name(c) for c in canaries}
+    bad = sorted(k for k, v in parsed.items() if k in names and v in ("passed", "skipped"))
+    if bad:
+        raise Tampered(
+            f"go test reported a test that must fail as {parsed[bad[0]]}: "
+            "the code under test tampered with the test binary"
+        )
+
+
+def go_tripwire_source(name: str) -> str:
+    """A Go test that always fails (appended to the canary file, so it runs last)."""
+    return f'\nfunc {name}(t *testing.T) {{\n\tt.Fatal("grading tripwire")\n}}\n'
+
+
+SYMPY_TRIPWIRE_PREFIX = "test_grading_tripwire_"
+
+
+def command_test_files(repo: Path, command: str) -> List[Path]:
+    """The ``.py`` files inside ``repo`` that ``command`` names (shell words), in order."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    root = repo.resolve()
+    found: List[Path] = []
+    for word in words:
+        if not word.endswith(".py") or word.startswith("-"):
+            continue
+        path = repo / word
+        target = path.resolve()
+        inside = root in target.parents
+        if inside and path.is_file() and not path.is_symlink() and target not in found:
+            found.append(target)
+    return found
+
+
+def write_sympy_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
+    """Append a must-fail test function to every test file the command names; None if none."""
+    name = f"{SYMPY_TRIPWIRE_PREFIX}{secrets.token_hex(6)}"
+    body = f"\n\ndef {name}():\n    raise AssertionError('grading tripwire')\n".encode()
+    files: List[Tuple[Path, bytes]] = []
+    for path in command_test_files(repo, command):
+        original = path.read_bytes()
+        files.append((path, original))
+        path.write_bytes(original + body)
+    return AddedTest(name, files) if files else None
+
+
+def sympy_tripwire_outcomes(text: str, name: str) -> List[str]:
+    """What ``bin/test --verbose`` printed for the tripwire: the word after its name.
+
+    Read here rather than through the parser, which skips a file's last line (``test_x ok
+    [OK]``) and every status but ``ok``/``F``/``E``.
+    """
+    seen: List[str] = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == name:
+            seen.append(words[1])
+    return seen
+
+
+def check_sympy_tripwire(tests: Dict[str, str], output: str, name: str) -> Dict[str, str]:
+    """SymPy's tripwire reported anything but a failure (``F``/``E``): ``Tampered``; otherwise
+    ``tests`` without the tripwire's results.
+    """
+    seen = sympy_tripwire_outcomes(output, name)
+    if [word for word in seen if word not in ("F", "E")]:
+        raise Tampered(
+            f"sympy's test runner reported a test that must fail as {seen[0]!r}: "
+            "the code under test tampered with the runner"
+        )
+    return {k: v for k, v in tests.items() if not k.endswith(name)}
