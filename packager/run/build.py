@@ -432,6 +432,7 @@ def build_task(
     from packager.images import build
 
     tags = tags or image_tags(spec)
+    _check_registries(spec, repo_sources, opts)
     plan = _plan_agent(client, spec, paths, opts, tags.agent)
     agent, environment = ImageBuild(tags.agent), None
     if plan.rebuild or not build.image_exists(client, tags.agent):
@@ -446,6 +447,31 @@ def build_task(
         plan.snapshot_seconds,
         plan.environment_image,
     )
+
+
+def _check_registries(spec: TaskSpec, repo_sources: dict[str, str], opts: BuildOptions) -> None:
+    """Fail at once (build_failed) when the repository's manifests at the base commit need a
+    package registry this machine cannot reach, rather than after a long build
+    (packager.datasets.registries).
+    """
+    env = spec.environment
+    commands = (*env.pre_install, *env.install)
+    fetches = any("submodule" in command for command in commands)
+    if spec.repo.files is not None or (env.toolchain is None and not fetches):
+        return
+    from packager import repos
+    from packager.datasets.registries import first_need
+    from packager.errors import BuildError
+    from packager.repos.read import read_file
+
+    git_dir = repos.git_dir_for(
+        repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
+    )
+    need = first_need(
+        env.toolchain, lambda path: read_file(git_dir, spec.repo.base_commit, path), commands
+    )
+    if need is not None:
+        raise BuildError(spec.task_id, "agent image", need.sentence(), None)
 
 
 def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:
@@ -477,5 +503,8 @@ ENVIRONMENT_KEYS = {
     "python_requested": "python_requested",
     "python_used": "python_used",
     "python_base": "python_base",
+    "toolchain_requested": "toolchain_requested",
+    "toolchain_used": "toolchain_used",
+    "toolchain_base": "toolchain_base",
 }
 """Task metadata key -> the result's `environment` fact it becomes."""
