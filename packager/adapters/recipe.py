@@ -377,7 +377,8 @@ def make_recipe(
         base_image=base_image,
         packages=packages,
         pre_install=(*tool_setup, *pre_install),
-        install=(*install, *build),
+        # One shell for the build, as the harness's script runs it (`cd build` then `cmake ..`).
+        install=(*install, *((" && ".join(build),) if build else ())),
         env={str(k): str(v) for k, v in sorted(env_vars.items())},
         python=choice.used if choice is not None else None,
         requirements=pkgs.requirements,

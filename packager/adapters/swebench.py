@@ -132,7 +132,9 @@ def _metadata(
         metadata["python_used"] = recipe.python.used
         metadata["python_base"] = f"{recipe.python.image} ({recipe.python.how})"
     if image is None and recipe.toolchain is not None:
-        metadata["toolchain_requested"] = recipe.toolchain.describe().split(" -> ")[0]
+        metadata["toolchain_requested"] = (
+            f"{recipe.toolchain.name} {recipe.toolchain.requested}".strip()
+        )
         metadata["toolchain_used"] = f"{recipe.toolchain.name} {recipe.toolchain.used}".strip()
         metadata["toolchain_base"] = f"{recipe.toolchain.image} ({recipe.toolchain.how})"
     if recipe.notes:

@@ -40,14 +40,16 @@ class ToolchainChoice:
 
     @property
     def substituted(self) -> bool:
-        """Whether the version used differs from the one asked for."""
-        return self.used != self.requested
+        """Whether the version used is another series than the one asked for (`18.20.4` served
+        by Debian's 18 is not; `16` served by 18 is).
+        """
+        return not _served(self.requested, self.used)
 
     def describe(self) -> str:
         """`node 16 -> 18` or `node 20`, as reports print it."""
         if not self.requested:
             return self.name
-        if self.substituted:
+        if self.requested != self.used:
             return f"{self.name} {self.requested} -> {self.used}"
         return f"{self.name} {self.requested}"
 
