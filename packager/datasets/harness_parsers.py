@@ -38,6 +38,35 @@ HARNESS_PARSERS: dict[str, str] = {
     # C++ doctest's XML reporter (nlohmann/json), not Python's doctest.
     "parse_log_doctest": "doctest",
     "parse_log_gotest": "gotest",
+    # C/C++, Java, PHP, Ruby and Rust runners (packager/grading/parsers_native.py).
+    "parse_log_redis": "redis",
+    "parse_log_jq": "automake",
+    "parse_log_micropython_test": "micropython",
+    "parse_log_googletest": "googletest",
+    "parse_log_maven": "maven",
+    "parse_log_ant": "ant",
+    "parse_log_gradle_custom": "gradle",
+    "parse_log_phpunit": "phpunit_testdox",
+    "parse_log_minitest": "minitest",
+    "parse_log_cucumber": "cucumber",
+    "parse_log_jekyll": "jekyll",
+    "parse_log_ruby_unit": "test_unit",
+    "parse_log_rspec_transformed_json": "rspec_lines",
+    "parse_log_cargo": "cargo",
+    "redis": "redis",
+    "automake": "automake",
+    "micropython": "micropython",
+    "googletest": "googletest",
+    "maven": "maven",
+    "ant": "ant",
+    "gradle": "gradle",
+    "phpunit_testdox": "phpunit_testdox",
+    "minitest": "minitest",
+    "cucumber": "cucumber",
+    "jekyll": "jekyll",
+    "test_unit": "test_unit",
+    "rspec_lines": "rspec_lines",
+    "cargo": "cargo",
     # The project's own names.
     "pytest": "pytest",
     "gotest": "gotest",
@@ -55,9 +84,11 @@ HARNESS_PARSERS: dict[str, str] = {
 }
 """Supported parser names -> the runtime parser reading the same log the same way.
 
-Harness parsers left out (JavaScript, Java, PHP, Ruby, Rust and the other C ones) have no
-runtime parser that reads their logs as they do; ``parse_log_tap`` in particular keeps the
-``- `` and ``# SKIP`` of a TAP line in its ids and flattens subtests, unlike the runtime's ``tap``.
+``parse_log_jekyll`` picks minitest or cucumber by the row's instance id; its runtime parser
+``jekyll`` reads both runners' lines (neither prints the other's). Harness parsers left out (the
+JavaScript ones) have no runtime parser that reads their logs as they do; ``parse_log_tap`` in
+particular keeps the ``- `` and ``# SKIP`` of a TAP line in its ids and flattens subtests, unlike
+the runtime's ``tap``.
 """
 
 TEST_PYTEST = "pytest --no-header -rA --tb=no -p no:cacheprovider"
@@ -67,6 +98,15 @@ TEST_SEABORN = "pytest --no-header -rA"
 TEST_SPHINX = "tox --current-env -epy39 -v --"
 TEST_SYMPY = "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose"
 TEST_GO = "go test -v ./..."
+TEST_REDIS = "TERM=dumb ./runtest --durable"
+TEST_CARGO = "cargo test --no-fail-fast"
+TEST_PHPUNIT = "vendor/bin/phpunit --testdox --colors=never"
+TEST_CTEST = "ctest --test-dir build -V"
+TEST_AUTOMAKE = "make check"
+TEST_RSPEC = (
+    "bundle exec rspec --no-color --format json | sed -n '/^{/,$p'"
+    " | jq -r '.examples[] | \"\\(.description) - \\(.status)\"'"
+)
 
 DEFAULT_TEST_COMMANDS: dict[str, str] = {
     "pytest": TEST_PYTEST,
@@ -77,10 +117,18 @@ DEFAULT_TEST_COMMANDS: dict[str, str] = {
     "django": TEST_DJANGO,
     "sympy": TEST_SYMPY,
     "gotest": TEST_GO,
+    "redis": TEST_REDIS,
+    "cargo": TEST_CARGO,
+    "phpunit_testdox": TEST_PHPUNIT,
+    "googletest": TEST_CTEST,
+    "automake": TEST_AUTOMAKE,
+    "rspec_lines": TEST_RSPEC,
 }
 """Runtime parser -> the harness's test command for that family, for a recipe without
 ``test_cmd``. The harness's Go commands are per instance (``go test -v <package>``); ``./...``
-is their general form."""
+is their general form, and so are the others' (the harness names a test file or filter per
+instance). Maven, Gradle, ant, minitest, test-unit, cucumber and micropython have none: their
+harness commands need a per-instance test list or a build-file edit (``pre_install``)."""
 
 HARNESS_TEST_COMMANDS: dict[str, str] = {
     "parse_log_astropy": TEST_ASTROPY_PYTEST,

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING or __package__:
+    from . import parsers_native
+else:  # from the zipapp or as a script: sys.path[0] holds the siblings
+    import parsers_native
 
 PASSED = "passed"
 FAILED = "failed"
@@ -619,6 +624,8 @@ PARSERS: Dict[str, Callable[[str], Results]] = {
     "tap": parse_tap,
     "junit": parse_junit,
 }
+# The harness's C/C++, Java, PHP, Ruby and Rust runners (parsers_native.py).
+PARSERS.update(parsers_native.NATIVE_PARSERS)
 
 
 def parse(parser: str, text: str) -> Results:

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from packager.datasets import harness_parsers
-from packager.grading import parsers, rules
+from packager.grading import parsers, parsers_native, rules
 
 DATA = Path(__file__).parents[1] / "data" / "harness"
 SWEBENCH_VERSION = "5.0.2"
@@ -101,6 +101,37 @@ CASES: dict[str, tuple[str, ...]] = {
     "parse_log_gotest": ("gotest.txt", "gotest_panic.txt"),
     "parse_log_doctest": ("doctest.txt",),
 }
+# The C/C++, Java, PHP, Ruby and Rust runners (tests/unit/data/harness/native/, README.md there
+# says which logs are real runner output and which are constructed).
+NATIVE = "native/"
+NATIVE_CASES: dict[str, tuple[str, ...]] = {
+    "parse_log_redis": (f"{NATIVE}redis_err.txt", f"{NATIVE}redis_err_only.txt"),
+    "parse_log_jq": (f"{NATIVE}automake_check.txt",),
+    "parse_log_micropython_test": (f"{NATIVE}micropython_run_tests.txt",),
+    "parse_log_googletest": (f"{NATIVE}googletest_ctest.txt",),
+    "parse_log_maven": (f"{NATIVE}maven_set_x.txt",),
+    "parse_log_ant": (f"{NATIVE}ant_lombok.txt",),
+    "parse_log_gradle_custom": (f"{NATIVE}gradle_testlogging.txt",),
+    "parse_log_phpunit": (f"{NATIVE}phpunit_testdox.txt", f"{NATIVE}phpunit10_testdox.txt"),
+    "parse_log_minitest": (f"{NATIVE}minitest_v.txt",),
+    "parse_log_cucumber": (f"{NATIVE}jekyll_cucumber.txt",),
+    "parse_log_jekyll": (f"{NATIVE}minitest_v.txt", f"{NATIVE}jekyll_cucumber.txt"),
+    "parse_log_ruby_unit": (f"{NATIVE}test_unit_v.txt",),
+    "parse_log_rspec_transformed_json": (
+        f"{NATIVE}rspec_fpm.txt",
+        f"{NATIVE}rspec_fastlane.txt",
+        f"{NATIVE}rspec_rubocop.txt",
+    ),
+    "parse_log_cargo": (f"{NATIVE}cargo_test.txt", f"{NATIVE}cargo_test_nocapture.txt"),
+}
+CASES.update(NATIVE_CASES)
+# parse_log_jekyll picks its runner by instance id: the row each log stands for.
+INSTANCES = {
+    f"{NATIVE}minitest_v.txt": "jekyll__jekyll-9141",
+    f"{NATIVE}jekyll_cucumber.txt": "jekyll__jekyll-8761",
+}
+# These read line for line as the harness does: their maps must be equal, not just agree.
+NATIVE_RUNTIME = tuple(parsers_native.NATIVE_PARSERS)
 PAIRS = [(name, log) for name, logs in CASES.items() for log in logs]
 
 PYTHON_PARSERS = (
@@ -113,9 +144,11 @@ def read(name: str) -> str:
     return (DATA / name).read_text(encoding="utf-8")
 
 
-def harness_map(harness: Harness, name: str, text: str) -> dict[str, str]:
-    """The harness parser's raw status map (statuses as the harness spells them)."""
-    return harness.registry[name](text, SpecStandIn())
+def harness_map(harness: Harness, name: str, text: str, log: str = "") -> dict[str, str]:
+    """The harness parser's raw status map (statuses as the harness spells them); ``log``
+    names the row the log stands for where the parser reads the instance id."""
+    spec = SpecStandIn(instance_id=INSTANCES[log]) if log in INSTANCES else SpecStandIn()
+    return harness.registry[name](text, spec)
 
 
 def mapped(raw: dict[str, str]) -> dict[str, str]:
@@ -258,7 +291,7 @@ def test_default_test_commands() -> None:
 @pytest.mark.parametrize(("name", "log"), PAIRS)
 def test_status_maps_agree(harness: Harness, name: str, log: str) -> None:
     text = read(log)
-    theirs = mapped(harness_map(harness, name, text))
+    theirs = mapped(harness_map(harness, name, text, log))
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
     assert theirs, "the fixture must give the harness something to read"
     result = compare(theirs, ours, text)
@@ -266,7 +299,7 @@ def test_status_maps_agree(harness: Harness, name: str, log: str) -> None:
     runtime = harness_parsers.runtime_parser(name)
     if runtime not in ("pytest", "pytest_options", "pytest_matplotlib"):
         assert "xpass" not in result.explained
-    if runtime in ("django", "sympy", "doctest") or log == "gotest.txt":
+    if runtime in ("django", "sympy", "doctest", *NATIVE_RUNTIME) or log == "gotest.txt":
         assert ours == theirs  # no id rewriting or extras at all for these
 
 
@@ -343,7 +376,7 @@ def _resolved(harness: Harness, raw: dict[str, str], f2p: list[str], p2p: list[s
 @pytest.mark.parametrize(("name", "log"), PAIRS)
 def test_each_listed_id_grades_alike(harness: Harness, name: str, log: str) -> None:
     text = read(log)
-    raw = harness_map(harness, name, text)
+    raw = harness_map(harness, name, text, log)
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
     xpassed = set(re.findall(r"^XPASS (\S+)", text, re.MULTILINE))
     for test_id in _listed_ids(raw, ours):
@@ -364,7 +397,7 @@ def test_each_listed_id_grades_alike(harness: Harness, name: str, log: str) -> N
 @pytest.mark.parametrize(("name", "log"), PAIRS)
 def test_resolution_agrees(harness: Harness, name: str, log: str) -> None:
     text = read(log)
-    raw = harness_map(harness, name, text)
+    raw = harness_map(harness, name, text, log)
     ours = parsers.parse(harness_parsers.runtime_parser(name), text)
     listed = _listed_ids(raw, ours)
     passing = [t for t in listed if harness.grading.test_passed(t, raw)]
