@@ -180,6 +180,7 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 base_image=env.base_image,
                 prebuilt=env.prebuilt,
                 packages=list(env.packages),
+                npm_registry_arg=env.toolchain == "node",
                 python=env.python,
                 venv=VENV,
                 venv_tools=list(VENV_TOOLS) if pip_helper else [],

@@ -5,6 +5,7 @@ first, once per machine), the grader image. `build_task` says what it did in a `
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -224,6 +225,10 @@ def _plan_agent(
     dockerfile = (paths.task_dir(slug) / "environment" / "Dockerfile").read_text()
     flat = _flat_base(client, spec, dockerfile, label, opts, logs / "build-flatten.log")
     plan = _AgentPlan(client, label, logs, opts, dockerfile, flat)
+    if spec.environment.toolchain == "node":
+        registry = host_npm_registry()
+        if registry:
+            plan.buildargs["NPM_CONFIG_REGISTRY"] = registry
     if flat is not None:
         plan.buildargs["PACKAGER_BASE"] = flat.tag
         plan.labels = flat.agent_labels
@@ -250,6 +255,29 @@ def _plan_agent(
         or (flat is not None and build.image_label(client, agent_tag, LABEL_FLAT_BASE) != flat.tag)
     )
     return plan
+
+
+@functools.cache
+def host_npm_registry() -> str | None:
+    """The npm registry this machine's npm uses (`NPM_CONFIG_REGISTRY`, else `npm config get
+    registry`), read once; None when npm is not installed or says nothing.
+    """
+    import subprocess
+
+    named = os.environ.get("NPM_CONFIG_REGISTRY") or os.environ.get("npm_config_registry")
+    if named:
+        return named
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    try:
+        done = subprocess.run(
+            [npm, "config", "get", "registry"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    value = done.stdout.strip()
+    return value if done.returncode == 0 and value.startswith(("http://", "https://")) else None
 
 
 def _write_snapshot(

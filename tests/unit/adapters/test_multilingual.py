@@ -252,3 +252,27 @@ def test_choose_toolchain_never() -> None:
     assert choose_toolchain("go", "1.19.13", "never").used == "1.19"
     with pytest.raises(ToolchainUnavailable):
         choose_toolchain("go", "1.22.12", "never")
+
+
+def test_node_images_take_the_npm_registry_as_a_build_argument() -> None:
+    from packager.render.harbor import make_harbor_task
+
+    spec = to_spec(row("nlohmann__json-4237"), CTX)
+    c_file = make_harbor_task(spec).files["environment/Dockerfile"].data.decode()
+    node = spec.model_copy(
+        update={"environment": spec.environment.model_copy(update={"toolchain": "node"})}
+    )
+    node_file = make_harbor_task(node).files["environment/Dockerfile"].data.decode()
+    assert "ARG NPM_CONFIG_REGISTRY" in node_file
+    assert "ARG NPM_CONFIG_REGISTRY" not in c_file
+
+
+def test_host_npm_registry_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from packager.run.build import host_npm_registry
+
+    host_npm_registry.cache_clear()
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", "http://npm.mirror.invalid/")
+    try:
+        assert host_npm_registry() == "http://npm.mirror.invalid/"
+    finally:
+        host_npm_registry.cache_clear()
