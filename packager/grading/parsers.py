@@ -12,7 +12,14 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from . import parsers_js
+elif __package__:
+    from . import parsers_js
+else:  # run from the zipapp: sys.path[0] holds the siblings
+    import parsers_js
 
 PASSED = "passed"
 FAILED = "failed"
@@ -619,6 +626,7 @@ PARSERS: Dict[str, Callable[[str], Results]] = {
     "tap": parse_tap,
     "junit": parse_junit,
 }
+PARSERS.update(parsers_js.PARSERS)  # jest, vitest, karma, mocha, TAP lines, per-repository ones
 
 
 def parse(parser: str, text: str) -> Results:

@@ -44,6 +44,7 @@ GRADING_MODULES = (
     "grade.py",
     "judge.py",
     "parsers.py",
+    "parsers_js.py",
     "patching.py",
     "rules.py",
 )
