@@ -627,6 +627,9 @@ PARSERS: Dict[str, Callable[[str], Results]] = {
     "junit": parse_junit,
 }
 PARSERS.update(parsers_js.PARSERS)  # jest, vitest, karma, mocha, TAP lines, per-repository ones
+FAIL_ONLY = parsers_js.FAIL_ONLY
+"""Parsers that record failures only: a listed id they did not see passes if the suite ran."""
+fill_fail_only = parsers_js.fill_fail_only
 
 
 def parse(parser: str, text: str) -> Results:

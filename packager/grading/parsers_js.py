@@ -649,3 +649,33 @@ PARSERS: Dict[str, Callable[[str], Results]] = {
 
 FAIL_ONLY = ("eslint", "karma_failed", "openlayers", "chart_js", "marked", "p5js")
 """Parsers that record failing tests only (their repositories are graded fail-only)."""
+
+# A count of tests run, non-zero: karma's `Executed 3 of 5` and `TOTAL: 3 SUCCESS`, mocha's
+# `3 passing`, jest's `Tests: 3 ...`, jasmine's `3 specs, 0 failures`, TAP's `# tests 3`, and
+# openlayers' rendering cases (`<case>': ok`). `Executed 0 of 0`, a browser lost at start, is
+# no evidence.
+_SUITE_RAN = re.compile(
+    r"Executed [1-9]\d* of \d+|TOTAL: [1-9]\d* (?:SUCCESS|FAILED)|[1-9]\d* passing"
+    r"|Tests:\s+[1-9]\d*|^# tests [1-9]\d*|[1-9]\d* specs?, \d+ failures?|': ok$",
+    re.MULTILINE,
+)
+
+
+def fill_fail_only(
+    results: Results, listed: Sequence[str], text: str, exit_code: Optional[int]
+) -> Tuple[Results, int]:
+    """Listed ids a fail-only parser did not see, counted as passed, as the harness's
+    EvalType.FAIL_ONLY grading counts them; returns the results and how many were filled.
+
+    Nothing is filled unless the run shows it happened: a failure was recorded, or the log
+    holds a non-zero count of tests run. Stricter than the harness, a run that exited non-zero
+    without any recorded failure fills nothing either (the harness lets an empty map through).
+    """
+    ran = bool(results) or bool(_SUITE_RAN.search(text))
+    unexplained_exit = exit_code not in (None, 0) and FAILED not in results.values()
+    if not ran or unexplained_exit:
+        return results, 0
+    filled = dict(results)
+    for test_id in listed:
+        filled.setdefault(test_id, PASSED)
+    return filled, len(filled) - len(results)

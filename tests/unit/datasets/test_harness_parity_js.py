@@ -194,3 +194,72 @@ def test_resolution_agrees(harness: Harness, name: str, log: str, spec: SpecStan
         assert rules.all_pass(ours, [*f2p, bad], p2p)[0] == 0.0, bad
     assert not _resolved(harness, raw, [*f2p, "a test no runner printed"], p2p)
     assert rules.all_pass(ours, [*f2p, "a test no runner printed"], p2p)[0] == 0.0
+
+
+# ----------------------------------------------------------------------------- fail-only
+
+
+def _fail_only_resolved(harness: Harness, raw: dict[str, str], text: str, f2p: list[str]) -> bool:
+    """The harness's verdict for a fail-only repository: `get_logs_eval`'s validity check (a
+    status map, or a log showing the suite ran), then EvalType.FAIL_ONLY grading."""
+    grading = harness.grading
+    if not raw and not grading.SUITE_RAN.search(text):
+        return False
+    eval_type = importlib.import_module("swebench.harness.constants").EvalType.FAIL_ONLY
+    gold = {"FAIL_TO_PASS": f2p, "PASS_TO_PASS": []}
+    report = grading.get_eval_tests_report(raw, gold, eval_type=eval_type)
+    return bool(grading.get_resolution_status(report) == "RESOLVED_FULL")
+
+
+def _ours_resolved(ours: dict[str, str], text: str, f2p: list[str], code: int = 0) -> bool:
+    filled, _ = parsers.fill_fail_only(ours, f2p, text, code)
+    return rules.all_pass(filled, f2p, [])[0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "log", "spec"), [p for p in PAIRS if p.values[0] in FAIL_ONLY_NAMES]
+)
+def test_fail_only_grading_agrees(harness: Harness, name: str, log: str, spec: SpecStandIn) -> None:
+    raw, ours, text = both(name, log, spec)
+    absent = "a test the log never names"
+    for f2p in ([absent], *([t] for t in raw), [absent, *raw]):
+        assert _ours_resolved(ours, text, f2p) == _fail_only_resolved(harness, raw, text, f2p)
+    assert _ours_resolved(ours, text, [absent])
+    # A run that failed some other test still lets the absent one pass, for both.
+    assert _ours_resolved(ours, text, [absent], code=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Chrome Headless 120.0.0.0 (Linux x86_64): Executed 0 of 0 ERROR (0.001 secs / 0 secs)\n",
+        "  0 passing (2ms)\n",
+        "karma: cannot start ChromeHeadless\n",
+    ],
+)
+def test_fail_only_fills_nothing_unless_the_suite_ran(harness: Harness, text: str) -> None:
+    for runtime in parsers_js.FAIL_ONLY:
+        ours = parsers.parse(runtime, text)
+        assert not _ours_resolved(ours, text, ["suite test"]), runtime
+    assert not _fail_only_resolved(harness, {}, text, ["suite test"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Chrome Headless 120.0.0.0 (Linux x86_64): Executed 3 of 3 SUCCESS (0.02 secs)\n",
+        "TOTAL: 3 SUCCESS\n",
+        "  3 passing (20ms)\n",
+        "4 specs, 0 failures\nFinished in 0.02 seconds\n",
+        "case rendering/circle': ok\n",
+    ],
+)
+def test_fail_only_fills_a_clean_run(harness: Harness, text: str) -> None:
+    for runtime in parsers_js.FAIL_ONLY:
+        ours = parsers.parse(runtime, text)
+        assert ours == {}
+        assert _ours_resolved(ours, text, ["suite test"]), runtime
+        # Stricter than the harness: a non-zero exit without a recorded failure fills nothing.
+        assert not _ours_resolved(ours, text, ["suite test"], code=1), runtime
+    assert _fail_only_resolved(harness, {}, text, ["suite test"])
