@@ -7,6 +7,8 @@ live, which interpreter), the answer is a constant here, never a literal in an a
 
 from __future__ import annotations
 
+from packager.grading.parsers_js import PARSERS as JS_PARSERS
+
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 """The base of every image built from a recipe, unless a recipe or `--base-image` says else."""
 
@@ -109,9 +111,9 @@ NON_TEST_EXTS = (
 """Files of a test patch that are not test files (the harness's NON_TEST_EXTS): never passed to
 the test command as directives."""
 
-NO_DIRECTIVE_PARSERS = ("gotest", "tap", "junit", "doctest")
+NO_DIRECTIVE_PARSERS = ("gotest", "tap", "junit", "doctest", *JS_PARSERS)
 """Runners whose test command takes no test-file arguments (the harness appends directives to
-Python test commands only)."""
+Python test commands only; a JavaScript spec's `test_cmd` names its files itself)."""
 
 
 def directive_style(

@@ -45,6 +45,7 @@ GRADING_MODULES = (
     "judge.py",
     "parsers.py",
     "parsers_native.py",
+    "parsers_js.py",
     "patching.py",
     "rules.py",
 )
