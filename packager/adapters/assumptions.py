@@ -196,7 +196,7 @@ language images on this machine). A version is served when its leading parts equ
 (`18.20.4` by node 18, `1.22.12` not by go 1.19 or 1.24)."""
 
 TOOLCHAIN_PACKAGES: dict[str, tuple[str, ...]] = {
-    "node": ("nodejs", "npm"),
+    "node": ("nodejs", "npm", "build-essential", "jq"),
     "go": ("golang-go",),
     "rust": ("rustc", "cargo"),
     "java": ("default-jdk-headless", "maven"),
@@ -204,7 +204,9 @@ TOOLCHAIN_PACKAGES: dict[str, tuple[str, ...]] = {
     "ruby": ("ruby-full", "bundler"),
 }
 """Debian packages serving each toolchain (npm and pnpm come from the npm registry through npm
-itself: `pnpm_version` is `npm install -g pnpm@VER`)."""
+itself: `pnpm_version` is `npm install -g pnpm@VER`). Node's also has what the harness's
+JavaScript images give every spec: compilers for native modules (node-gyp) and jq (immutable-js'
+test command pipes jest's JSON through it)."""
 
 C_TOOLCHAIN_PACKAGES = (
     "build-essential",
