@@ -4,10 +4,15 @@ manifests at its base commit (packager.datasets.registries). Pure: files from a 
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from packager.datasets.registries import first_need
 
+ROWS = Path(__file__).parents[3] / "benchmarks" / "data" / "swe-bench-multilingual-real.jsonl"
 GO_MOD = b"""module github.com/gin-gonic/gin
 
 go 1.20
@@ -95,3 +100,32 @@ def test_submodules_fetched_by_the_recipe() -> None:
     assert need is not None and need.dependency == "modules/oniguruma"
     # the same repository built without fetching its submodules needs nothing
     assert first_need("c", reader(files), ("make",)) is None
+
+
+def test_build_stage_fails_before_building(tmp_path: Path) -> None:
+    """The real Multilingual row's Go spec on a repository whose go.mod requires modules: the
+    build stage raises BuildError (build_failed) reading the mirror, before any Docker call."""
+    from packager.adapters import Context, to_spec
+    from packager.errors import BuildError
+    from packager.run.build import BuildOptions, _check_registries
+
+    rows = ROWS.read_text().splitlines()
+    row = next(json.loads(line) for line in rows if '"gin-gonic__gin-1805"' in line)
+    repo = tmp_path / "gin"
+    repo.mkdir()
+    (repo / "go.mod").write_bytes(GO_MOD)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    spec = to_spec({**row, "base_commit": head}, Context(dataset="d", split="test"))
+    assert spec.environment.toolchain == "go"
+    assert spec.provenance.metadata["toolchain_used"] == "go 1.24"
+    with pytest.raises(BuildError) as info:
+        _check_registries(spec, {"gin-gonic/gin": str(repo)}, BuildOptions())
+    assert "needs the Go module proxy" in str(info.value)
+    assert "github.com/bytedance/sonic" in str(info.value)
+    assert info.value.log_path is None
