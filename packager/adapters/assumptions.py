@@ -196,7 +196,7 @@ language images on this machine). A version is served when its leading parts equ
 (`18.20.4` by node 18, `1.22.12` not by go 1.19 or 1.24)."""
 
 TOOLCHAIN_PACKAGES: dict[str, tuple[str, ...]] = {
-    "node": ("nodejs", "npm", "build-essential", "jq"),
+    "node": ("nodejs", "npm", "build-essential", "jq", "chromium"),
     "go": ("golang-go",),
     "rust": ("rustc", "cargo"),
     "java": ("default-jdk-headless", "maven"),
@@ -205,8 +205,13 @@ TOOLCHAIN_PACKAGES: dict[str, tuple[str, ...]] = {
 }
 """Debian packages serving each toolchain (npm and pnpm come from the npm registry through npm
 itself: `pnpm_version` is `npm install -g pnpm@VER`). Node's also has what the harness's
-JavaScript images give every spec: compilers for native modules (node-gyp) and jq (immutable-js'
-test command pipes jest's JSON through it)."""
+JavaScript images give every spec: compilers for native modules (node-gyp), jq (immutable-js'
+test command pipes jest's JSON through it) and a browser (Debian's Chromium for the harness's
+Chrome: karma's Chrome launchers, preact)."""
+
+TOOLCHAIN_ENV: dict[str, dict[str, str]] = {"node": {"CHROME_BIN": "/usr/bin/chromium"}}
+"""Environment of a toolchain's images (a recipe's `env_vars` win): karma-chrome-launcher finds
+Debian's Chromium through CHROME_BIN (it looks for Google Chrome's names on PATH)."""
 
 C_TOOLCHAIN_PACKAGES = (
     "build-essential",

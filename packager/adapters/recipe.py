@@ -335,6 +335,13 @@ def _system(
     return image, tuple(dict.fromkeys((*packages, *apt)))
 
 
+def _env(env_vars: Mapping[str, Any], toolchain: ToolchainChoice | None) -> dict[str, str]:
+    """The image's ENV lines: the toolchain's (A.TOOLCHAIN_ENV), then the recipe's `env_vars`."""
+    merged = dict(A.TOOLCHAIN_ENV.get(toolchain.name, {})) if toolchain is not None else {}
+    merged.update({str(k): str(v) for k, v in env_vars.items()})
+    return dict(sorted(merged.items()))
+
+
 def make_recipe(
     config: Mapping[str, Any],
     *,
@@ -379,7 +386,7 @@ def make_recipe(
         pre_install=(*tool_setup, *pre_install),
         # One shell for the build, as the harness's script runs it (`cd build` then `cmake ..`).
         install=(*install, *((" && ".join(build),) if build else ())),
-        env={str(k): str(v) for k, v in sorted(env_vars.items())},
+        env=_env(env_vars, toolchain),
         python=choice.used if choice is not None else None,
         requirements=pkgs.requirements,
         requirements_paths=pkgs.requirements_paths,

@@ -135,7 +135,8 @@ def test_node_20_is_served_by_trixie() -> None:
     recipe = _recipe("axios/axios", "5316", "js")
     env = recipe.environment
     assert env.base_image == "debian:trixie-slim"
-    assert {"nodejs", "npm", "python3", "ca-certificates"} <= set(env.packages)
+    assert {"nodejs", "npm", "python3", "ca-certificates", "chromium"} <= set(env.packages)
+    assert env.env == {"CHROME_BIN": "/usr/bin/chromium"}
     assert env.python is None and env.toolchain == "node"
     assert recipe.toolchain is not None and not recipe.toolchain.substituted
     # install then build in the image; the build again before the tests.
