@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "build-rows")
     parser.add_argument("--ca-bundle", type=Path)
     parser.add_argument("-j", "--workers", type=int, default=1)
+    parser.add_argument("--oracle-runs", type=int, help="passed on (default: packager's, 2)")
     parser.add_argument(
         "--history", choices=("full", "base-only"), help="passed on (a mirror missing old blobs)"
     )
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             command += ["--ca-bundle", str(args.ca_bundle)]
         if args.history:
             command += ["--history", args.history]
+        if args.oracle_runs:
+            command += ["--oracle-runs", str(args.oracle_runs)]
         started = time.monotonic()
         proc = subprocess.run(command, cwd=ROOT, check=False)
         wall = time.monotonic() - started
