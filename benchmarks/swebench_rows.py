@@ -10,7 +10,8 @@ RESOLVED_FULL; on the nop run every FAIL_TO_PASS must fail and every PASS_TO_PAS
     python benchmarks/swebench_rows.py --rows verified.jsonl --mirrors DIR \\
         --ids django__django-11099,... [--out build-rows] [--ca-bundle FILE] [-j 1]
 
-Prints a Markdown table (status, reason, Python asked and used, build seconds, harness verdicts)
+Prints a Markdown table (status, reason, Python and toolchain asked and used, build seconds,
+harness verdicts)
 and writes it to OUT/rows.md; exits 1 when a verified row's logs disagree with the harness.
 """
 
@@ -53,16 +54,18 @@ def load_harness() -> tuple[dict[str, Any], Any]:
     return dict(parsers.PARSER_REGISTRY), grading
 
 
+def as_list(value: Any) -> list[str]:
+    """FAIL_TO_PASS/PASS_TO_PASS: a JSON string (SWE-bench) or a list (SWE-bench Multilingual)."""
+    return list(json.loads(value)) if isinstance(value, str) else list(value)
+
+
 def harness_verdicts(
     row: dict[str, Any], task_dir: Path, log_dir: Path, registry: dict[str, Any], grading: Any
 ) -> tuple[str, str]:
     """(oracle verdict, nop verdict) by the harness's parser and rules on the saved logs."""
     meta = tomllib.loads((task_dir / "task.toml").read_text())["metadata"]
     parse = registry[meta["log_parser"]]
-    gold = {
-        "FAIL_TO_PASS": json.loads(row["FAIL_TO_PASS"]),
-        "PASS_TO_PASS": json.loads(row["PASS_TO_PASS"]),
-    }
+    gold = {key: as_list(row[key]) for key in ("FAIL_TO_PASS", "PASS_TO_PASS")}
     stand_in = SpecStandIn(row["instance_id"], row["repo"], row["version"])
     oracle = []
     nop = "-"
@@ -90,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "build-rows")
     parser.add_argument("--ca-bundle", type=Path)
     parser.add_argument("-j", "--workers", type=int, default=1)
+    parser.add_argument("--oracle-runs", type=int, help="passed on (default: packager's, 2)")
+    parser.add_argument(
+        "--history", choices=("full", "base-only"), help="passed on (a mirror missing old blobs)"
+    )
     parser.add_argument("--skip-package", action="store_true", help="only grade saved logs")
     args = parser.parse_args(argv)
     ids = [i.strip() for i in args.ids.split(",") if i.strip()]
@@ -115,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         ]  # fmt: skip
         if args.ca_bundle:
             command += ["--ca-bundle", str(args.ca_bundle)]
+        if args.history:
+            command += ["--history", args.history]
+        if args.oracle_runs:
+            command += ["--oracle-runs", str(args.oracle_runs)]
         started = time.monotonic()
         proc = subprocess.run(command, cwd=ROOT, check=False)
         wall = time.monotonic() - started
@@ -122,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     base = args.out / "swebench-rows"
     registry, grading = load_harness()
     lines = [
-        "| row | status | reason | Python asked → used | build s | harness on oracle | "
-        "harness on nop |",
-        "|---|---|---|---|---|---|---|",
+        "| row | status | reason | Python asked → used | toolchain asked → used | build s | "
+        "harness on oracle | harness on nop |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     disagree = 0
     counts: dict[str, int] = {}
@@ -134,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         counts[status] = counts.get(status, 0) + 1
         env = result.get("environment") or {}
         python = f"{env.get('python_requested', '-')} → {env.get('python_used', '-')}"
+        tools = f"{env.get('toolchain_requested', '-')} → {env.get('toolchain_used', '-')}"
         build = float(result["durations"].get("build", 0.0))
         oracle = nop = "-"
         if status == "verified":
@@ -144,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                 disagree += 1
         reason = (result.get("reason") or "").replace("|", "/").replace("\n", " ")[:300]
         lines.append(
-            f"| {i} | {status} | {reason or '-'} | {python} | {build:.0f} | {oracle} | {nop} |"
+            f"| {i} | {status} | {reason or '-'} | {python} | {tools} | {build:.0f} | {oracle} "
+            f"| {nop} |"
         )
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     text = "\n".join(lines) + f"\n\n{len(ids)} rows: {summary}; harness disagreements: {disagree}\n"

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from packager.errors import InputError, PackagerError
-from packager.registry import History, Prebuilt, Prompt, PythonFallback
+from packager.registry import History, Prebuilt, Prompt, PythonFallback, ToolchainFallback
 
 PARTIAL = "partial"
 """Validation context flag: a file on its own, before the command line completes it (checks
@@ -141,6 +141,14 @@ class SelectionConfig(_Section):
             "not Debian's 3.9/3.11/3.13): nearest (use the nearest served version "
             "at or above it, recorded as python_used) or never (refuse the row, "
             "exit 2)."
+        ),
+    )
+    toolchain_fallback: ToolchainFallback = Field(
+        "nearest",
+        description=(
+            "A Node, Go, Rust, JDK, PHP or Ruby version (a harness spec's docker_specs) no "
+            "Debian release here ships: nearest (use the nearest shipped version at or above "
+            "it, recorded as toolchain_used) or never (refuse the row, exit 2)."
         ),
     )
 

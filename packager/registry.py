@@ -1,6 +1,6 @@
 """The one registry shape: what can be chosen by name (engines, executors, dataset schemas),
 and the closed choices of row options (`--prebuilt`, `--prompt`, `--history`,
-`--python-fallback`).
+`--python-fallback`, `--toolchain-fallback`).
 
 Each choice is a StrEnum (so typer lists and checks the values, and code compares members, not
 loose strings) and a table from member to an `Entry`: the `module:attribute` that implements it,
@@ -42,6 +42,7 @@ class SchemaName(StrEnum):
     EC_SWE = "ec-swe"
     SWE_REBENCH = "swe-rebench"
     SWEBENCH = "swebench"
+    SWEBENCH_MULTILINGUAL = "swebench-multilingual"
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,12 @@ SCHEMAS: Mapping[SchemaName, Entry] = {
         "packager.adapters.swebench:to_spec",
         markers=("FAIL_TO_PASS", "environment_setup_commit"),
     ),
+    # The same card's shape without `environment_setup_commit` (SWE-bench Multilingual): the
+    # same adapter, the environment read at the base commit (assumptions.MISSING_ENV_COMMIT).
+    SchemaName.SWEBENCH_MULTILINGUAL: Entry(
+        "packager.adapters.swebench:to_spec_multilingual",
+        markers=("FAIL_TO_PASS", "base_commit", "version"),
+    ),
 }
 """In detection order: most specific first (the first whose markers a row has wins)."""
 
@@ -88,6 +95,8 @@ History = Literal["full", "base-only"]
 """`--history`."""
 PythonFallback = Literal["nearest", "never"]
 """`--python-fallback`."""
+ToolchainFallback = Literal["nearest", "never"]
+"""`--toolchain-fallback`."""
 
 
 E = TypeVar("E", bound=StrEnum)

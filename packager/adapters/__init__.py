@@ -21,6 +21,7 @@ from packager.registry import (
     Prompt,
     PythonFallback,
     SchemaName,
+    ToolchainFallback,
     load,
     parse,
 )
@@ -50,6 +51,9 @@ class Context:
     python_fallback: PythonFallback = "nearest"
     """`--python-fallback`: use the nearest Python served when the one asked is not
     (`nearest`), or refuse the row (`never`)."""
+    toolchain_fallback: ToolchainFallback = "nearest"
+    """`--toolchain-fallback`: likewise for a harness spec's Node, Go, Rust, JDK, PHP or Ruby
+    version Debian does not ship."""
 
     def python_available(self, image: str) -> bool:
         """Whether an image (an official Python one) can be used: present or pullable."""

@@ -7,6 +7,8 @@ live, which interpreter), the answer is a constant here, never a literal in an a
 
 from __future__ import annotations
 
+from packager.grading.parsers_js import PARSERS as JS_PARSERS
+
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 """The base of every image built from a recipe, unless a recipe or `--base-image` says else."""
 
@@ -63,6 +65,11 @@ DEFAULT_TEST_TIMEOUT_SEC = 1800
 
 SWEBENCH_WORKDIR = "/testbed"
 """Where the harness (and its published images) keep the repository."""
+
+MISSING_ENV_COMMIT = "base_commit"
+"""SWE-bench Multilingual rows carry no `environment_setup_commit` (its card is silent on where
+an environment comes from; the harness builds each instance's environment from the repository
+at its base commit): files a recipe reads (requirements, manifests) are read at `base_commit`."""
 
 SWEBENCH_LANGUAGE = "python"
 """SWE-bench and SWE-rebench rows carry no language column; their repositories are Python,
@@ -122,13 +129,19 @@ NATIVE_RUNNER_PARSERS = (
 )
 """The runtime's C/C++, Java, PHP, Ruby and Rust parsers (packager/grading/parsers_native.py)."""
 
-NO_DIRECTIVE_PARSERS = ("gotest", "tap", "junit", "doctest", *NATIVE_RUNNER_PARSERS)
+NO_DIRECTIVE_PARSERS = ("gotest", "tap", "junit", "doctest", *NATIVE_RUNNER_PARSERS, *JS_PARSERS)
 """Runners whose test command takes no test-file arguments (the harness appends directives to
-Python test commands only)."""
+Python test commands only; a JavaScript spec's `test_cmd` names its files itself)."""
 
 
-def directive_style(harness_parser: str, runtime_parser: str) -> str | None:
-    """How test files are passed to the test command: paths, Django labels, or not at all."""
+def directive_style(
+    harness_parser: str, runtime_parser: str, language: str | None = None
+) -> str | None:
+    """How test files are passed to the test command: paths, Django labels, or not at all
+    (the harness appends them to Python repositories' commands only).
+    """
+    if language not in (None, "python"):
+        return None
     if harness_parser == "parse_log_django":
         return "django"
     return None if runtime_parser in NO_DIRECTIVE_PARSERS else "path"
@@ -184,3 +197,73 @@ PDL_NOP_VALUES = {"hidden_pass_fraction": 0.0, "public_regression": 1.0, "build_
 SWEEPER_WORKDIR = "/app"
 SWEEPER_DEFAULT_PORT = 3000
 SWEEPER_LANGUAGE = "web"
+
+# -------------------------------------------------------------- toolchains besides Python
+
+DEBIAN_TOOLCHAINS: dict[str, dict[str, str]] = {
+    "node": {"bookworm": "18", "trixie": "20"},
+    "go": {"bookworm": "1.19", "trixie": "1.24"},
+    "rust": {"bookworm": "1.63", "trixie": "1.85"},
+    "java": {"bookworm": "17", "trixie": "21"},
+    "php": {"bookworm": "8.2", "trixie": "8.4"},
+    "ruby": {"bookworm": "3.1", "trixie": "3.3"},
+}
+"""The toolchain each Debian release ships, by the harness's `docker_specs` key stem
+(`node_version` -> node): the versions served here, from Debian's archive (no registry holds
+language images on this machine). A version is served when its leading parts equal one of these
+(`18.20.4` by node 18, `1.22.12` not by go 1.19 or 1.24)."""
+
+TOOLCHAIN_PACKAGES: dict[str, tuple[str, ...]] = {
+    "node": ("nodejs", "npm", "build-essential", "jq", "chromium"),
+    "go": ("golang-go",),
+    "rust": ("rustc", "cargo"),
+    "java": ("default-jdk-headless", "maven"),
+    "php": ("php-cli", "php-xml", "php-mbstring", "php-curl", "composer"),
+    "ruby": ("ruby-full", "bundler"),
+}
+"""Debian packages serving each toolchain (npm and pnpm come from the npm registry through npm
+itself: `pnpm_version` is `npm install -g pnpm@VER`). Node's also has what the harness's
+JavaScript images give every spec: compilers for native modules (node-gyp), jq (immutable-js'
+test command pipes jest's JSON through it) and a browser (Debian's Chromium for the harness's
+Chrome: karma's Chrome launchers, preact)."""
+
+TOOLCHAIN_ENV: dict[str, dict[str, str]] = {"node": {"CHROME_BIN": "/usr/bin/chromium"}}
+"""Environment of a toolchain's images (a recipe's `env_vars` win): karma-chrome-launcher finds
+Debian's Chromium through CHROME_BIN (it looks for Google Chrome's names on PATH)."""
+
+C_TOOLCHAIN_PACKAGES = (
+    "build-essential",
+    "cmake",
+    "autoconf",
+    "automake",
+    "libtool",
+    "pkg-config",
+    "bison",
+    "flex",
+    "tcl",
+)
+"""What the harness's C/C++ images give their specs' `build` commands: compilers and make,
+cmake, the autotools and pkg-config (jq's autoreconf), bison/flex (jq regenerates its parser),
+tcl (redis' and valkey's `runtest` is a Tcl script)."""
+
+NON_PYTHON_PACKAGES = ("ca-certificates", "curl", "git", "python3", "procps")
+"""Every non-Python recipe's image gets these first: TLS roots and curl for the toolchains'
+own downloads, git, python3 (>= 3.9 on every Debian served: the grading runtime is a Python
+zipapp run with `python3 -I -S` in the grader image, FROM this one) and ps (test suites that
+look for their servers' processes, redis' `runtest`)."""
+
+LANGUAGE_BY_TOOLCHAIN = {"node": "javascript", "c": "c"}
+"""A recipe's toolchain -> the task's language where the harness files none (its repository
+table names the language when it has the repository)."""
+
+UNREACHABLE_REGISTRIES: dict[str, str] = {
+    "go": "the Go module proxy",
+    "rust": "crates (the Rust package registry)",
+    "java": "Maven Central",
+    "php": "Packagist (Composer)",
+    "ruby": "RubyGems",
+}
+"""Package registries this machine cannot reach (it reaches the Python index, Debian's archive
+and the npm registry only), by toolchain: a row whose manifests at its base commit need one
+fails its build at once, naming the registry and the first dependency
+(packager.datasets.registries)."""

@@ -15,6 +15,13 @@ Keys and what they do (docs/datasets.md has the full table):
 - `test_cmd`: the test command; the test files a row's `test_patch` touches are appended.
 - `log_parser`: a harness parser name, mapped to a parser of the grading runtime.
 - `env_vars`: ENV lines of the image (expanded by Docker, inherited by grading).
+- `docker_specs`: the toolchain (`node_version`, `go_version`, ... and `pnpm_version`), served
+  from Debian by `packager.images.toolchains.choose_toolchain`; a C repository (the harness's
+  language `c`) gets Debian's compilers and build tools.
+- `build`: shell commands run after `install` in the image (as the harness's repository setup
+  runs them) and again before the tests at grading, after the candidate and test patches are
+  applied (as the harness's eval script runs them): a compiled project is tested as patched.
+- `apt-pkgs`: Debian packages installed first.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ from packager.adapters import assumptions as A
 from packager.diffs import parse_diff
 from packager.errors import RowError
 from packager.images.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
+from packager.images.toolchains import (
+    ToolchainChoice,
+    ToolchainUnavailable,
+    c_toolchain,
+    choose_toolchain,
+)
 from packager.models.spec import Environment
 
 KNOWN_KEYS = frozenset(
@@ -55,9 +68,13 @@ KNOWN_KEYS = frozenset(
         "build",
     }
 )
-"""Keys a recipe may carry. `no_use_env`, `docker_specs`, `execute_test_as_nonroot` and `build`
-are conda, harness-build and container details of the harness's specs with no meaning here
-(docs/datasets.md says why each); they are accepted and ignored. Unknown keys are an error."""
+"""Keys a recipe may carry. `no_use_env` and `execute_test_as_nonroot` are conda and container
+details of the harness's specs with no meaning here (docs/datasets.md says why each); they are
+accepted and ignored. Unknown keys are an error."""
+
+DOCKER_SPECS_IGNORED = frozenset({"_variant", "run_args"})
+"""`docker_specs` keys with no meaning here: the harness's Dockerfile template variant and the
+container's extra run arguments (`cap_add`)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,8 @@ class PythonPolicy:
     available: Callable[[str], bool]
     """Whether the engine has (or can pull) an image."""
     fallback: Fallback = "nearest"
+    toolchain_fallback: Fallback = "nearest"
+    """`--toolchain-fallback`: the same choice for the toolchains of `docker_specs`."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +101,7 @@ class RecipeResult:
     python: PythonChoice | None = None
     notes: tuple[str, ...] = ()
     """What converting the recipe did besides (conda entries not installed with pip, renames)."""
+    toolchain: ToolchainChoice | None = None
 
 
 def commands(value: Any, task: str, field: str) -> tuple[str, ...]:
@@ -143,10 +163,16 @@ class _Packages:
 
 
 def _test_side(
-    config: Mapping[str, Any], task: str, field: str, test_patch: str | None
+    config: Mapping[str, Any],
+    task: str,
+    field: str,
+    test_patch: str | None,
+    language: str | None = None,
 ) -> tuple[str, str, str]:
     """The harness parser's name, the runtime parser, and the test command with the test
-    patch's files appended as the harness derives them.
+    patch's files appended as the harness derives them (Python only), after the spec's `build`
+    commands: the harness rebuilds once the patches are applied, so a compiled project's tests
+    run against the patched build (a failed build runs no test: fail closed).
     """
     from packager.datasets.harness_parsers import (
         default_test_command,
@@ -169,13 +195,55 @@ def _test_side(
                 f"missing, and the harness has no default test command for {harness_parser}",
             )
         test_cmds = (default,)
-    style = A.directive_style(harness_parser, parser)
+    style = A.directive_style(harness_parser, parser, language)
     test_command = join_test_commands(parser, test_cmds)
     if style is not None:
         directives = test_directives(test_patch, style)
         if directives:
             test_command += " " + " ".join(shlex.quote(d) for d in directives)
+    build = commands(config.get("build"), task, f"{field}.build")
+    if build:
+        test_command = " && ".join((*build, test_command))
     return harness_parser, parser, test_command
+
+
+def _toolchain(
+    config: Mapping[str, Any], task: str, field: str, language: str | None, pythons: PythonPolicy
+) -> tuple[ToolchainChoice | None, tuple[str, ...], tuple[str, ...]]:
+    """The toolchain `docker_specs` names (or C's, for a C repository), the commands that
+    install what npm serves (`pnpm_version`, run before `pre_install`), and notes naming the
+    keys left unread (other harnesses' keys, e.g. `python_version`, which `python` covers).
+    """
+    specs = config.get("docker_specs") or {}
+    if not isinstance(specs, Mapping):
+        raise RowError(task, f"{field}.docker_specs", "expected a mapping")
+    choice: ToolchainChoice | None = None
+    setup: list[str] = []
+    notes: list[str] = []
+    for key, value in specs.items():
+        where = f"{field}.docker_specs.{key}"
+        if key in DOCKER_SPECS_IGNORED:
+            continue
+        name = key.removesuffix("_version")
+        if key != "pnpm_version" and name not in A.DEBIAN_TOOLCHAINS:
+            notes.append(f"{where}: not read (no toolchain of that name here)")
+            continue
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise RowError(task, where, "expected a version string such as '20'")
+        if key == "pnpm_version":
+            setup.append(f"npm install -g pnpm@{shlex.quote(str(value))}")
+            continue
+        if choice is not None:
+            raise RowError(task, where, f"a second toolchain besides {choice.name}")
+        try:
+            choice = choose_toolchain(name, str(value), pythons.toolchain_fallback)
+        except ToolchainUnavailable as exc:
+            raise RowError(task, where, str(exc)) from exc
+    if choice is None and language == "c":
+        choice = c_toolchain()
+    if setup and (choice is None or choice.name != "node"):
+        raise RowError(task, f"{field}.docker_specs.pnpm_version", "needs node_version")
+    return choice, tuple(setup), tuple(notes)
 
 
 def _packages(
@@ -246,6 +314,38 @@ def _positive_int(config: Mapping[str, Any], key: str, task: str, field: str, wh
     return value
 
 
+def _system(
+    config: Mapping[str, Any],
+    choice: PythonChoice | None,
+    toolchain: ToolchainChoice | None,
+    apt: tuple[str, ...],
+) -> tuple[str, tuple[str, ...]]:
+    """The base image and Debian packages: a Python's image (its toolchain packages first), or
+    the toolchain's Debian release (the common non-Python packages, then the toolchain's).
+    """
+    packages: tuple[str, ...] = ()
+    if choice is not None:
+        packages = A.PYTHON_TOOLCHAIN_PACKAGES
+    elif toolchain is not None:
+        packages = A.NON_PYTHON_PACKAGES
+    if toolchain is not None:
+        packages = (*packages, *toolchain.packages)
+    if choice is not None:
+        image = choice.image
+    elif toolchain is not None and not config.get("base_image"):
+        image = toolchain.image
+    else:
+        image = str(config.get("base_image") or A.DEFAULT_BASE_IMAGE)
+    return image, tuple(dict.fromkeys((*packages, *apt)))
+
+
+def _env(env_vars: Mapping[str, Any], toolchain: ToolchainChoice | None) -> dict[str, str]:
+    """The image's ENV lines: the toolchain's (A.TOOLCHAIN_ENV), then the recipe's `env_vars`."""
+    merged = dict(A.TOOLCHAIN_ENV.get(toolchain.name, {})) if toolchain is not None else {}
+    merged.update({str(k): str(v) for k, v in env_vars.items()})
+    return dict(sorted(merged.items()))
+
+
 def make_recipe(
     config: Mapping[str, Any],
     *,
@@ -255,8 +355,11 @@ def make_recipe(
     pythons: PythonPolicy,
     env_commit: str | None,
     frozen_requirements: str | None = None,
+    language: str | None = None,
 ) -> RecipeResult:
-    """Read one recipe (an `install_config`, a `--recipes` entry or a harness spec)."""
+    """Read one recipe (an `install_config`, a `--recipes` entry or a harness spec);
+    `language` is the repository's as the harness files it (None: unknown).
+    """
     unknown = sorted(set(config) - KNOWN_KEYS)
     if unknown:
         raise RowError(
@@ -264,9 +367,10 @@ def make_recipe(
             f"{field}.{unknown[0]}",
             f"unknown recipe key (known: {', '.join(sorted(KNOWN_KEYS))})",
         )
-    harness_parser, parser, test_command = _test_side(config, task, field, test_patch)
+    harness_parser, parser, test_command = _test_side(config, task, field, test_patch, language)
     pkgs = _packages(config, task, field, frozen_requirements)
     choice = _interpreter(config, task, field, pythons, needed=pkgs.any())
+    toolchain, tool_setup, tool_notes = _toolchain(config, task, field, language, pythons)
     env_vars = config.get("env_vars") or {}
     if not isinstance(env_vars, Mapping):
         raise RowError(task, f"{field}.env_vars", "expected a mapping NAME -> value")
@@ -276,16 +380,17 @@ def make_recipe(
     nano_cpus = _positive_int(config, "nano_cpus", task, field, "1e9 = one CPU")
     eval_commands = commands(config.get("eval_commands"), task, f"{field}.eval_commands")
     apt = _string_list(config.get("apt-pkgs"), task, f"{field}.apt-pkgs")
-    if choice is not None:
-        apt = (*A.PYTHON_TOOLCHAIN_PACKAGES, *apt)
+    base_image, packages = _system(config, choice, toolchain, apt)
+    pre_install = commands(config.get("pre_install"), task, f"{field}.pre_install")
+    install = commands(config.get("install"), task, f"{field}.install")
+    build = commands(config.get("build"), task, f"{field}.build")
     environment = Environment(
-        base_image=choice.image
-        if choice is not None
-        else str(config.get("base_image") or A.DEFAULT_BASE_IMAGE),
-        packages=tuple(dict.fromkeys(apt)),
-        pre_install=commands(config.get("pre_install"), task, f"{field}.pre_install"),
-        install=commands(config.get("install"), task, f"{field}.install"),
-        env={str(k): str(v) for k, v in sorted(env_vars.items())},
+        base_image=base_image,
+        packages=packages,
+        pre_install=(*tool_setup, *pre_install),
+        # One shell for the build, as the harness's script runs it (`cd build` then `cmake ..`).
+        install=(*install, *((" && ".join(build),) if build else ())),
+        env=_env(env_vars, toolchain),
         python=choice.used if choice is not None else None,
         requirements=pkgs.requirements,
         requirements_paths=pkgs.requirements_paths,
@@ -294,6 +399,7 @@ def make_recipe(
         pip_packages=pkgs.pip_packages,
         shell_setup="; ".join(eval_commands) or None,
         cpus=nano_cpus / 1e9 if nano_cpus else None,
+        toolchain=toolchain.name if toolchain is not None else None,
     )
     return RecipeResult(
         environment,
@@ -302,7 +408,8 @@ def make_recipe(
         timeout or A.DEFAULT_TEST_TIMEOUT_SEC,
         harness_parser,
         choice,
-        pkgs.notes,
+        (*pkgs.notes, *tool_notes),
+        toolchain,
     )
 
 

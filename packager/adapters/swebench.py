@@ -8,7 +8,8 @@ the harness naming with `--prebuilt always`) replaces the environment, keeping t
 side. The full SWE-rebench also carries `requirements` (the environment's `pip freeze`),
 installed as the exact pin set when building from the recipe.
 
-Quirks owned here: FAIL_TO_PASS/PASS_TO_PASS arrive as JSON strings (or lists);
+Quirks owned here: FAIL_TO_PASS/PASS_TO_PASS arrive as JSON strings (or lists, as in SWE-bench
+Multilingual, whose rows also lack `environment_setup_commit`: assumptions.MISSING_ENV_COMMIT);
 `install_config`/`meta` as JSON strings or dicts; `_oracle` rows carry `text`, a retrieval
 prompt that names the files to change, so it is never the instruction.
 """
@@ -38,6 +39,11 @@ _TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands", 
 def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     """Adapt one SWE-bench row."""
     return to_spec_with(row, ctx, schema=SchemaName.SWEBENCH)
+
+
+def to_spec_multilingual(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
+    """Adapt one SWE-bench Multilingual row (no `environment_setup_commit`)."""
+    return to_spec_with(row, ctx, schema=SchemaName.SWEBENCH_MULTILINGUAL)
 
 
 def to_spec_rebench(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
@@ -125,9 +131,27 @@ def _metadata(
         metadata["python_requested"] = recipe.python.requested
         metadata["python_used"] = recipe.python.used
         metadata["python_base"] = f"{recipe.python.image} ({recipe.python.how})"
+    if image is None and recipe.toolchain is not None:
+        metadata["toolchain_requested"] = (
+            f"{recipe.toolchain.name} {recipe.toolchain.requested}".strip()
+        )
+        metadata["toolchain_used"] = f"{recipe.toolchain.name} {recipe.toolchain.used}".strip()
+        metadata["toolchain_base"] = f"{recipe.toolchain.image} ({recipe.toolchain.how})"
     if recipe.notes:
         metadata["recipe_notes"] = list(recipe.notes)
     return metadata
+
+
+def _language(repo: str, recipe: RecipeResult) -> str:
+    """The task's language: the harness's for its repository, else the recipe's toolchain's
+    or its parser's, else Python.
+    """
+    named = harness_language(repo)
+    if named:
+        return named
+    if recipe.toolchain is not None and recipe.toolchain.name in A.LANGUAGE_BY_TOOLCHAIN:
+        return A.LANGUAGE_BY_TOOLCHAIN[recipe.toolchain.name]
+    return A.LANGUAGE_BY_PARSER.get(recipe.parser, A.SWEBENCH_LANGUAGE)
 
 
 def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) -> TaskSpec:
@@ -138,9 +162,12 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) ->
     version = row.get("version")
     version = str(version) if version not in (None, "") else None
     test_patch = check_patch(row.get("test_patch"), task, "test_patch")
-    env_commit = row.get("environment_setup_commit") or base
+    # Absent (SWE-bench Multilingual): read at the base commit (A.MISSING_ENV_COMMIT).
+    env_commit = row.get("environment_setup_commit") or row.get(A.MISSING_ENV_COMMIT)
     if not isinstance(env_commit, str):
         raise RowError(task, "environment_setup_commit", "expected a commit id string")
+    if version is not None and not isinstance(row.get("version"), str | int | float):
+        raise RowError(task, "version", "expected a version string such as '3.9' or '4731'")
 
     found, field, config, source = _recipe_source(row, ctx, task, repo, version)
     image = _row_image(row, ctx, task)
@@ -164,9 +191,12 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) ->
         task=task,
         field=field,
         test_patch=test_patch,
-        pythons=PythonPolicy(ctx.base_images, ctx.python_available, ctx.python_fallback),
-        env_commit=str(env_commit),
+        pythons=PythonPolicy(
+            ctx.base_images, ctx.python_available, ctx.python_fallback, ctx.toolchain_fallback
+        ),
+        env_commit=env_commit,
         frozen_requirements=frozen if (frozen and image is None) else None,
+        language=harness_language(repo),
     )
     environment = recipe.environment if image is None else _prebuilt(recipe.environment, image)
     f2p, p2p, noise = _graded_ids(row, task, recipe.parser)
@@ -181,9 +211,7 @@ def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) ->
             schema_name=schema,
             instance_id=task,
             slug=make_slug(task),
-            language=A.LANGUAGE_BY_PARSER.get(
-                recipe.parser, harness_language(repo) or A.SWEBENCH_LANGUAGE
-            ),
+            language=_language(repo, recipe),
             metadata=metadata,
         ),
         instruction=get_str(row, task, "problem_statement"),

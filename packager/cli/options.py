@@ -20,7 +20,7 @@ import typer
 from pydantic import BaseModel
 
 from packager.config import CleanConfig, PublishConfig, RunConfig
-from packager.registry import ENGINES, History, Prebuilt, Prompt, PythonFallback
+from packager.registry import ENGINES, History, Prebuilt, Prompt, PythonFallback, ToolchainFallback
 
 
 def opt(*names: str, argument: bool = False, **kw: Any) -> Any:
@@ -66,6 +66,7 @@ class RowOptions(OutFlag, ListFlags, TaskPick):
     repo_filter: list[str] | None = opt("--repo")
     language: list[str] | None = opt("--language")
     python_fallback: PythonFallback = opt("--python-fallback")
+    toolchain_fallback: ToolchainFallback = opt("--toolchain-fallback")
 
 
 @dataclasses.dataclass(frozen=True)

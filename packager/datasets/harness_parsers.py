@@ -10,6 +10,8 @@ I/O.
 
 from __future__ import annotations
 
+from packager.grading.parsers_js import PARSERS as JS_PARSERS
+
 HARNESS_PARSERS: dict[str, str] = {
     # pytest, read like the harness's parse_log_pytest (ids cut at whitespace there; the
     # runtime keeps whole ids and matches a cut listed id by prefix, see rules.resolve).
@@ -67,6 +69,34 @@ HARNESS_PARSERS: dict[str, str] = {
     "test_unit": "test_unit",
     "rspec_lines": "rspec_lines",
     "cargo": "cargo",
+    # JavaScript/TypeScript (packager/grading/parsers_js.py), ids as the harness writes them.
+    "parse_log_jest": "jest",
+    "parse_log_jest_json": "jest_json",
+    "parse_log_immutable_js": "jest_either",  # by instance: jest --json via jq, or --verbose
+    "parse_log_vitest": "vitest",
+    "parse_log_karma": "karma",
+    "parse_log_tap": "tap_lines",  # mocha -R tap (axios), qunit (three.js): flat, ids whole
+    "parse_log_highlightjs": "mocha_spec",
+    "parse_log_prismjs": "mocha_json",
+    "parse_log_cypress": "cypress",
+    "parse_log_carbon": "jest_files",
+    "parse_log_react_pdf": "jest_files",
+    "parse_log_prettier": "jest_files",
+    "parse_log_scratch_gui": "jest_files",
+    "parse_log_grommet": "jest_files_trimmed",
+    "parse_log_emotion": "jest_files_raw",
+    "parse_log_calypso": "calypso",
+    "parse_log_next": "next",
+    "parse_log_lighthouse": "lighthouse",
+    "parse_log_quarto_cli": "quarto",
+    "parse_plotly_js": "plotly",
+    # Failures only: the harness grades these repositories fail-only.
+    "parse_log_eslint": "eslint",
+    "parse_log_bpmn_js": "karma_failed",
+    "parse_log_openlayers": "openlayers",
+    "parse_log_chart_js": "chart_js",
+    "parse_log_marked": "marked",
+    "parse_log_p5js": "p5js",
     # The project's own names.
     "pytest": "pytest",
     "gotest": "gotest",
@@ -82,13 +112,18 @@ HARNESS_PARSERS: dict[str, str] = {
     "sympy": "sympy",
     "doctest": "doctest",
 }
+HARNESS_PARSERS.update({name: name for name in JS_PARSERS})  # the runtime's own JS names
 """Supported parser names -> the runtime parser reading the same log the same way.
 
 ``parse_log_jekyll`` picks minitest or cucumber by the row's instance id; its runtime parser
-``jekyll`` reads both runners' lines (neither prints the other's). Harness parsers left out (the
-JavaScript ones) have no runtime parser that reads their logs as they do; ``parse_log_tap`` in
-particular keeps the ``- `` and ``# SKIP`` of a TAP line in its ids and flattens subtests, unlike
-the runtime's ``tap``.
+``jekyll`` reads both runners' lines (neither prints the other's). ``parse_log_tap`` maps onto
+``tap_lines``, not the runtime's ``tap``: it keeps the ``- `` and ``# SKIP`` of a TAP line in its
+ids and flattens subtests.
+Every JavaScript name of swebench 5.0.2's registry is accepted, plus the names its
+``MAP_REPO_TO_PARSER_JS`` uses outside the registry (emotion, cypress, plotly, prettier,
+scratch-gui). Three harness parsers choose a log format by the row (``parse_log_next`` and
+``parse_log_lighthouse`` by version, ``parse_log_immutable_js`` by instance); their runtime
+parsers tell the format from the log itself.
 """
 
 TEST_PYTEST = "pytest --no-header -rA --tb=no -p no:cacheprovider"

@@ -15,8 +15,9 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING or __package__:
-    from . import parsers_native
+    from . import parsers_js, parsers_native
 else:  # from the zipapp or as a script: sys.path[0] holds the siblings
+    import parsers_js
     import parsers_native
 
 PASSED = "passed"
@@ -626,6 +627,10 @@ PARSERS: Dict[str, Callable[[str], Results]] = {
 }
 # The harness's C/C++, Java, PHP, Ruby and Rust runners (parsers_native.py).
 PARSERS.update(parsers_native.NATIVE_PARSERS)
+PARSERS.update(parsers_js.PARSERS)  # jest, vitest, karma, mocha, TAP lines, per-repository ones
+FAIL_ONLY = parsers_js.FAIL_ONLY
+"""Parsers that record failures only: a listed id they did not see passes if the suite ran."""
+fill_fail_only = parsers_js.fill_fail_only
 
 
 def parse(parser: str, text: str) -> Results:

@@ -114,6 +114,10 @@ class Environment(Frozen):
     """Whether the agent phase may use the network."""
     shell_setup: str | None = None
     """Shell run before every test command (activating a harness image's conda env)."""
+    toolchain: str | None = None
+    """The recipe's toolchain besides Python (`node`, `c`, `go`, `rust`, `java`, `php`,
+    `ruby`): before building, the repository's manifests are checked for a package registry
+    this machine cannot reach (packager.datasets.registries)."""
     cpus: float | None = None
     """CPUs the task's containers get (the harness's `nano_cpus`: tests that need two cores
     skip themselves in a container whose CPU share reads as one); None = the engine's default."""

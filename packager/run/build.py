@@ -5,6 +5,7 @@ first, once per machine), the grader image. `build_task` says what it did in a `
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -224,6 +225,10 @@ def _plan_agent(
     dockerfile = (paths.task_dir(slug) / "environment" / "Dockerfile").read_text()
     flat = _flat_base(client, spec, dockerfile, label, opts, logs / "build-flatten.log")
     plan = _AgentPlan(client, label, logs, opts, dockerfile, flat)
+    if spec.environment.toolchain == "node":
+        registry = host_npm_registry()
+        if registry:
+            plan.buildargs["NPM_CONFIG_REGISTRY"] = registry
     if flat is not None:
         plan.buildargs["PACKAGER_BASE"] = flat.tag
         plan.labels = flat.agent_labels
@@ -250,6 +255,29 @@ def _plan_agent(
         or (flat is not None and build.image_label(client, agent_tag, LABEL_FLAT_BASE) != flat.tag)
     )
     return plan
+
+
+@functools.cache
+def host_npm_registry() -> str | None:
+    """The npm registry this machine's npm uses (`NPM_CONFIG_REGISTRY`, else `npm config get
+    registry`), read once; None when npm is not installed or says nothing.
+    """
+    import subprocess
+
+    named = os.environ.get("NPM_CONFIG_REGISTRY") or os.environ.get("npm_config_registry")
+    if named:
+        return named
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    try:
+        done = subprocess.run(
+            [npm, "config", "get", "registry"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    value = done.stdout.strip()
+    return value if done.returncode == 0 and value.startswith(("http://", "https://")) else None
 
 
 def _write_snapshot(
@@ -432,6 +460,7 @@ def build_task(
     from packager.images import build
 
     tags = tags or image_tags(spec)
+    _check_registries(spec, repo_sources, opts)
     plan = _plan_agent(client, spec, paths, opts, tags.agent)
     agent, environment = ImageBuild(tags.agent), None
     if plan.rebuild or not build.image_exists(client, tags.agent):
@@ -446,6 +475,31 @@ def build_task(
         plan.snapshot_seconds,
         plan.environment_image,
     )
+
+
+def _check_registries(spec: TaskSpec, repo_sources: dict[str, str], opts: BuildOptions) -> None:
+    """Fail at once (build_failed) when the repository's manifests at the base commit need a
+    package registry this machine cannot reach, rather than after a long build
+    (packager.datasets.registries).
+    """
+    env = spec.environment
+    commands = (*env.pre_install, *env.install)
+    fetches = any("submodule" in command for command in commands)
+    if spec.repo.files is not None or (env.toolchain is None and not fetches):
+        return
+    from packager import repos
+    from packager.datasets.registries import first_need
+    from packager.errors import BuildError
+    from packager.repos.read import read_file
+
+    git_dir = repos.git_dir_for(
+        repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
+    )
+    need = first_need(
+        env.toolchain, lambda path: read_file(git_dir, spec.repo.base_commit, path), commands
+    )
+    if need is not None:
+        raise BuildError(spec.task_id, "agent image", need.sentence(), None)
 
 
 def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:
@@ -477,5 +531,8 @@ ENVIRONMENT_KEYS = {
     "python_requested": "python_requested",
     "python_used": "python_used",
     "python_base": "python_base",
+    "toolchain_requested": "toolchain_requested",
+    "toolchain_used": "toolchain_used",
+    "toolchain_base": "toolchain_base",
 }
 """Task metadata key -> the result's `environment` fact it becomes."""

@@ -136,6 +136,7 @@ def open_selection(cfg: SelectionConfig) -> Selection:
         repo_globs=cfg.repo_filter,
         languages=cfg.language,
         python_fallback=cfg.python_fallback,
+        toolchain_fallback=cfg.toolchain_fallback,
     )
 
 
@@ -177,11 +178,13 @@ def _environment_line(spec: TaskSpec) -> str:
     """Where a spec's environment comes from, and its Python (`3.6 -> 3.9` when substituted)."""
     meta = spec.provenance.metadata
     source = str(meta.get("environment_source") or "-")
-    asked, used = meta.get("python_requested"), meta.get("python_used")
-    if asked is None:
-        return source
-    python = f"python {asked}" if asked == used else f"python {asked} -> {used}"
-    return f"{source}; {python}"
+    parts = [source]
+    for kind in ("python", "toolchain"):
+        asked, used = meta.get(f"{kind}_requested"), meta.get(f"{kind}_used")
+        if asked is not None:
+            prefix = "python " if kind == "python" else ""
+            parts.append(f"{prefix}{asked}" if asked == used else f"{prefix}{asked} -> {used}")
+    return "; ".join(parts)
 
 
 def render(config: RunConfig, on_task: Callable[[str, Path], None]) -> None:

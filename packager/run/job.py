@@ -169,7 +169,7 @@ class TaskJob:
             return build_task(self.client, spec, job.paths, repo_sources, job.build_opts, tags)
         except BuildError as exc:
             reason = build_failure_reason(exc, spec)
-            log = {"build": str(exc.log_path)}
+            log = {"build": str(exc.log_path)} if exc.log_path is not None else {}
             return self._failed(spec, "build_failed", reason, log, environment_facts(spec))
         except (RepoSourceError, RowError) as exc:
             snapshot_log = job.paths.log_dir(slug) / "snapshot.log"

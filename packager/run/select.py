@@ -45,6 +45,8 @@ class Selection:
     """Only rows in one of these languages (`--language`)."""
     python_fallback: Literal["nearest", "never"] = "nearest"
     """`--python-fallback`: substitute the nearest served Python, or refuse the row."""
+    toolchain_fallback: Literal["nearest", "never"] = "nearest"
+    """`--toolchain-fallback`: likewise for the toolchains of a harness spec."""
 
     def wants(self, spec: TaskSpec) -> bool:
         """Whether an adapted row passes the repository and language filters."""
@@ -75,6 +77,7 @@ class Selection:
             history=self.history,
             can_pull=_engine_can_pull,
             python_fallback=self.python_fallback,
+            toolchain_fallback=self.toolchain_fallback,
         )
 
 
