@@ -11,6 +11,7 @@ I/O.
 from __future__ import annotations
 
 from packager.grading.parsers_js import PARSERS as JS_PARSERS
+from packager.grading.parsers_js import PRISM_COMMAND
 
 HARNESS_PARSERS: dict[str, str] = {
     # pytest, read like the harness's parse_log_pytest (ids cut at whitespace there; the
@@ -121,8 +122,18 @@ is their general form."""
 HARNESS_TEST_COMMANDS: dict[str, str] = {
     "parse_log_astropy": TEST_ASTROPY_PYTEST,
     "parse_log_sphinx": TEST_SPHINX,
+    # JavaScript repositories whose every spec runs one command (swebench 4.1.0's specs; prism
+    # has no spec there, its command is the one swebench 5.0.2's parser splits its log on).
+    "parse_log_calypso": "npm run test-client",
+    "parse_log_marked": "./node_modules/.bin/jasmine --no-color --config=jasmine.json",
+    "parse_log_p5js": (
+        "sed -i 's/concurrency:[[:space:]]*[0-9][0-9]*/concurrency: 1/g' Gruntfile.js\n"
+        "stdbuf -o 1M ./node_modules/.bin/grunt test --quiet --force"
+    ),
+    "parse_log_prismjs": PRISM_COMMAND,
 }
-"""Harness parsers whose repository's command differs from its family's default."""
+"""Harness parsers whose repository's command differs from its family's default. The other
+JavaScript repositories' commands are per instance (a spec's ``test_cmd`` names its files)."""
 
 
 def runtime_parser(name: str) -> str:

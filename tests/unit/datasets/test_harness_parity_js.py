@@ -263,3 +263,20 @@ def test_fail_only_fills_a_clean_run(harness: Harness, text: str) -> None:
         # Stricter than the harness: a non-zero exit without a recorded failure fills nothing.
         assert not _ours_resolved(ours, text, ["suite test"], code=1), runtime
     assert _fail_only_resolved(harness, {}, text, ["suite test"])
+
+
+def test_repository_wide_test_commands_are_the_specs() -> None:
+    """A JavaScript repository whose every spec runs one command gets it as the default."""
+    from packager.datasets import harness_specs
+
+    tables = harness_specs.tables()
+    checked = 0
+    for repo, name in tables["parsers"].items():
+        command = harness_parsers.HARNESS_TEST_COMMANDS.get(name)
+        if name not in CASES or command is None:
+            continue
+        assert {spec["test_cmd"] for spec in tables["specs"][repo].values()} == {command}
+        checked += 1
+    assert checked == 3  # calypso, marked, p5.js
+    assert harness_parsers.default_test_command("parse_log_prismjs") == parsers_js.PRISM_COMMAND
+    assert harness_parsers.default_test_command("parse_log_jest") is None  # per instance
