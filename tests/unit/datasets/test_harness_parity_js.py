@@ -41,7 +41,7 @@ CASES: dict[str, tuple[tuple[str, SpecStandIn], ...]] = {
         ("js_jest_json.txt", SpecStandIn("immutable-js__immutable-js-2005")),
         ("js_jest_verbose.txt", SpecStandIn("immutable-js__immutable-js-2006")),
     ),
-    "parse_log_vitest": (("js_vitest_verbose.txt", SPEC),),
+    "parse_log_vitest": (("js_vitest_verbose.txt", SPEC), ("js_vitest3_verbose.txt", SPEC)),
     "parse_log_karma": (("js_karma_mocha.txt", SPEC),),
     "parse_log_tap": tuple(
         (log, SPEC) for log in ("js_mocha_tap.txt", "js_qunit_tap.txt", "js_node_tap.txt")
