@@ -12,9 +12,11 @@ against the harness's EvalType.FAIL_ONLY grading in test_fail_only_grading_agree
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -348,3 +350,25 @@ def test_noise_is_read_as_the_harness_reads_it() -> None:
                 assert status == theirs[key] or status == "failed", (name, text, key)
             compared += 1
     assert compared > 600 * len(CASES) * 0.8
+
+
+# ----------------------------------------------------------------------------- real rows
+
+ROWS: dict[str, dict[str, Any]] = json.loads(read("js_rows.json"))
+ROW_LOGS = [pytest.param(iid, mode, id=f"{iid}-{mode}") for iid in ROWS for mode in ("gold", "nop")]
+
+
+@pytest.mark.parametrize(("iid", "mode"), ROW_LOGS)
+def test_real_rows_grade_alike(harness: Harness, iid: str, mode: str) -> None:
+    """SWE-bench Multilingual rows run here with the spec's own test command, once with the gold
+    patch and once without it (test patch only): the same status map on both sides, resolved
+    with the gold patch only, by the harness and by `rules.all_pass` alike."""
+    row = ROWS[iid]
+    text = read(f"js_row_{iid}.{mode}.txt")
+    spec = SpecStandIn(iid, row["repo"], row["version"])
+    raw = harness.registry[row["log_parser"]](text, spec)
+    ours = parsers.parse(harness_parsers.runtime_parser(row["log_parser"]), text)
+    assert ours == mapped(raw)
+    f2p, p2p = row["FAIL_TO_PASS"], row["PASS_TO_PASS"]
+    assert _resolved(harness, raw, f2p, p2p) is (mode == "gold")
+    assert rules.all_pass(ours, f2p, p2p)[0] == (1.0 if mode == "gold" else 0.0)
