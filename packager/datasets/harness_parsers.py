@@ -4,8 +4,8 @@ A row (or its recipe) names the harness parser its FAIL_TO_PASS/PASS_TO_PASS ids
 by: a key of ``swebench.harness.log_parsers.PARSER_REGISTRY`` (swebench 5.0.2), or one of the
 short names this project already used. ``runtime_parser`` turns it into the name of a parser of
 ``packager.grading.parsers.PARSERS``, one whose status map on the same log agrees with the
-harness parser's (tests/unit/datasets/test_harness_parity.py feeds both the same logs). Pure: no
-I/O.
+harness parser's (tests/unit/datasets/test_harness_parity.py and test_harness_parity_js.py feed
+both the same logs). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -84,7 +84,6 @@ HARNESS_PARSERS: dict[str, str] = {
     "sympy": "sympy",
     "doctest": "doctest",
 }
-HARNESS_PARSERS.update({name: name for name in JS_PARSERS})  # the runtime's own JS names
 """Supported parser names -> the runtime parser reading the same log the same way.
 
 Harness parsers left out (Java, PHP, Ruby, Rust and the other C ones) have no runtime parser
@@ -96,6 +95,7 @@ scratch-gui). Three harness parsers choose a log format by the row (``parse_log_
 ``parse_log_lighthouse`` by version, ``parse_log_immutable_js`` by instance); their runtime
 parsers tell the format from the log itself.
 """
+HARNESS_PARSERS.update({name: name for name in JS_PARSERS})  # the runtime's own JS names
 
 TEST_PYTEST = "pytest --no-header -rA --tb=no -p no:cacheprovider"
 TEST_ASTROPY_PYTEST = "pytest -rA -vv -o console_output_style=classic --tb=no"
