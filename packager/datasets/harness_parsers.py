@@ -4,13 +4,14 @@ A row (or its recipe) names the harness parser its FAIL_TO_PASS/PASS_TO_PASS ids
 by: a key of ``swebench.harness.log_parsers.PARSER_REGISTRY`` (swebench 5.0.2), or one of the
 short names this project already used. ``runtime_parser`` turns it into the name of a parser of
 ``packager.grading.parsers.PARSERS``, one whose status map on the same log agrees with the
-harness parser's (tests/unit/datasets/test_harness_parity.py feeds both the same logs). Pure: no
-I/O.
+harness parser's (tests/unit/datasets/test_harness_parity.py and test_harness_parity_js.py feed
+both the same logs). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from packager.grading.parsers_js import PARSERS as JS_PARSERS
+from packager.grading.parsers_js import PRISM_COMMAND
 
 HARNESS_PARSERS: dict[str, str] = {
     # pytest, read like the harness's parse_log_pytest (ids cut at whitespace there; the
@@ -112,7 +113,6 @@ HARNESS_PARSERS: dict[str, str] = {
     "sympy": "sympy",
     "doctest": "doctest",
 }
-HARNESS_PARSERS.update({name: name for name in JS_PARSERS})  # the runtime's own JS names
 """Supported parser names -> the runtime parser reading the same log the same way.
 
 ``parse_log_jekyll`` picks minitest or cucumber by the row's instance id; its runtime parser
@@ -125,6 +125,7 @@ scratch-gui). Three harness parsers choose a log format by the row (``parse_log_
 ``parse_log_lighthouse`` by version, ``parse_log_immutable_js`` by instance); their runtime
 parsers tell the format from the log itself.
 """
+HARNESS_PARSERS.update({name: name for name in JS_PARSERS})  # the runtime's own JS names
 
 TEST_PYTEST = "pytest --no-header -rA --tb=no -p no:cacheprovider"
 TEST_ASTROPY_PYTEST = "pytest -rA -vv -o console_output_style=classic --tb=no"
@@ -168,8 +169,18 @@ harness commands need a per-instance test list or a build-file edit (``pre_insta
 HARNESS_TEST_COMMANDS: dict[str, str] = {
     "parse_log_astropy": TEST_ASTROPY_PYTEST,
     "parse_log_sphinx": TEST_SPHINX,
+    # JavaScript repositories whose every spec runs one command (swebench 4.1.0's specs; prism
+    # has no spec there, its command is the one swebench 5.0.2's parser splits its log on).
+    "parse_log_calypso": "npm run test-client",
+    "parse_log_marked": "./node_modules/.bin/jasmine --no-color --config=jasmine.json",
+    "parse_log_p5js": (
+        "sed -i 's/concurrency:[[:space:]]*[0-9][0-9]*/concurrency: 1/g' Gruntfile.js\n"
+        "stdbuf -o 1M ./node_modules/.bin/grunt test --quiet --force"
+    ),
+    "parse_log_prismjs": PRISM_COMMAND,
 }
-"""Harness parsers whose repository's command differs from its family's default."""
+"""Harness parsers whose repository's command differs from its family's default. The other
+JavaScript repositories' commands are per instance (a spec's ``test_cmd`` names its files)."""
 
 
 TRACED_PARSERS = frozenset({"maven"})

@@ -12,8 +12,11 @@ against the harness's EvalType.FAIL_ONLY grading in test_fail_only_grading_agree
 from __future__ import annotations
 
 import importlib
+import json
+import re
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -41,7 +44,7 @@ CASES: dict[str, tuple[tuple[str, SpecStandIn], ...]] = {
         ("js_jest_json.txt", SpecStandIn("immutable-js__immutable-js-2005")),
         ("js_jest_verbose.txt", SpecStandIn("immutable-js__immutable-js-2006")),
     ),
-    "parse_log_vitest": (("js_vitest_verbose.txt", SPEC),),
+    "parse_log_vitest": (("js_vitest_verbose.txt", SPEC), ("js_vitest3_verbose.txt", SPEC)),
     "parse_log_karma": (("js_karma_mocha.txt", SPEC),),
     "parse_log_tap": tuple(
         (log, SPEC) for log in ("js_mocha_tap.txt", "js_qunit_tap.txt", "js_node_tap.txt")
@@ -263,3 +266,109 @@ def test_fail_only_fills_a_clean_run(harness: Harness, text: str) -> None:
         # Stricter than the harness: a non-zero exit without a recorded failure fills nothing.
         assert not _ours_resolved(ours, text, ["suite test"], code=1), runtime
     assert _fail_only_resolved(harness, {}, text, ["suite test"])
+
+
+def test_repository_wide_test_commands_are_the_specs() -> None:
+    """A JavaScript repository whose every spec runs one command gets it as the default."""
+    from packager.datasets import harness_specs
+
+    tables = harness_specs.tables()
+    checked = 0
+    for repo, name in tables["parsers"].items():
+        command = harness_parsers.HARNESS_TEST_COMMANDS.get(name)
+        if name not in CASES or command is None:
+            continue
+        assert {spec["test_cmd"] for spec in tables["specs"][repo].values()} == {command}
+        checked += 1
+    assert checked == 3  # calypso, marked, p5.js
+    assert harness_parsers.default_test_command("parse_log_prismjs") == parsers_js.PRISM_COMMAND
+    assert harness_parsers.default_test_command("parse_log_jest") is None  # per instance
+
+
+TOKENS = (
+    "✓", "✕", "○", "×", "↓", "✔", "✖", "✗", "ok 1", "not ok 2", "PASS", "FAIL", "1)", "  ",
+    "    ", "\t", "{", "}", "[", "]", "<a>", "</a>", "(12ms)", "(1.2 s)", "Starting browser",
+    "SUMMARY:", "Running:", "running 2 test files", "3 passing", "Error:", "FAILED", "[smoke]",
+    "...", "32mok", "\x1b[31m", "/tmp/x.qmd", "- suite :", "* t : ok", "Test Suites", "  ● ",
+    " ./node_modules/.bin/jest ", " xvfb-run ", "../..", '  "passes": [', '"fullTitle": "t",',
+    "Chrome 1.0 (Linux x86_64) ", "TOTAL", "\n", "\n", "\n", "word", ":", ")",
+)  # fmt: skip
+
+
+def test_no_javascript_parser_raises_on_noise() -> None:
+    import random
+
+    rng = random.Random(21)
+    for _ in range(400):
+        text = "".join(rng.choice(TOKENS) + rng.choice(("", " ")) for _ in range(60))
+        for runtime, parse in parsers_js.PARSERS.items():
+            result = parse(text)
+            assert set(result.values()) <= {"passed", "failed", "skipped"}, runtime
+
+
+def _reads_alike(name: str, text: str) -> bool:
+    """Whether the runtime parser reads `text` by the harness's rule (see the module docstring
+    of parsers_js: a log without the echo the harness splits on, or of the other format of a
+    parser that chooses by row, is read differently by design)."""
+    if name == "parse_log_calypso":
+        return " ./node_modules/.bin/jest " in text
+    if name == "parse_log_next":
+        return " xvfb-run " in text and not parsers_js._NEXT_SUITES.search(text)
+    if name == "parse_log_lighthouse":
+        return bool(parsers_js._LIGHTHOUSE_FILES.search(text))
+    if name == "parse_log_immutable_js":
+        return not re.search(r"^\s*\[(PASSED|FAILED)\]\s", text, re.MULTILINE)
+    return True
+
+
+FUZZ_SPECS = {
+    "parse_log_next": SpecStandIn(version="1.25"),
+    "parse_log_lighthouse": SpecStandIn(version="9.5"),
+    "parse_log_immutable_js": SpecStandIn("immutable-js__immutable-js-2006"),
+}
+
+
+def test_noise_is_read_as_the_harness_reads_it() -> None:
+    """Random runner-shaped noise: the same map as the harness's wherever the harness does not
+    raise, but for an id seen twice, which keeps its worse status (the harness: the last)."""
+    import random
+
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(600):
+        text = "".join(rng.choice(TOKENS) + rng.choice(("", " ")) for _ in range(40))
+        for name in CASES:
+            if not _reads_alike(name, text):
+                continue
+            try:
+                raw = harness_parser(name)(text, FUZZ_SPECS.get(name, SPEC))
+            except Exception:  # the harness's own failure: nothing to compare
+                continue
+            theirs, ours = mapped(raw), parsers.parse(harness_parsers.runtime_parser(name), text)
+            assert set(theirs) == set(ours), (name, text)
+            for key, status in ours.items():
+                assert status == theirs[key] or status == "failed", (name, text, key)
+            compared += 1
+    assert compared > 600 * len(CASES) * 0.8
+
+
+# ----------------------------------------------------------------------------- real rows
+
+ROWS: dict[str, dict[str, Any]] = json.loads(read("js_rows.json"))
+ROW_LOGS = [pytest.param(iid, mode, id=f"{iid}-{mode}") for iid in ROWS for mode in ("gold", "nop")]
+
+
+@pytest.mark.parametrize(("iid", "mode"), ROW_LOGS)
+def test_real_rows_grade_alike(harness: Harness, iid: str, mode: str) -> None:
+    """SWE-bench Multilingual rows run here with the spec's own test command, once with the gold
+    patch and once without it (test patch only): the same status map on both sides, resolved
+    with the gold patch only, by the harness and by `rules.all_pass` alike."""
+    row = ROWS[iid]
+    text = read(f"js_row_{iid}.{mode}.txt")
+    spec = SpecStandIn(iid, row["repo"], row["version"])
+    raw = harness.registry[row["log_parser"]](text, spec)
+    ours = parsers.parse(harness_parsers.runtime_parser(row["log_parser"]), text)
+    assert ours == mapped(raw)
+    f2p, p2p = row["FAIL_TO_PASS"], row["PASS_TO_PASS"]
+    assert _resolved(harness, raw, f2p, p2p) is (mode == "gold")
+    assert rules.all_pass(ours, f2p, p2p)[0] == (1.0 if mode == "gold" else 0.0)
