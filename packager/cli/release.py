@@ -56,15 +56,12 @@ def clean_command(flags: CleanFlags) -> None:
     from packager.release.clean import human
 
     report, after = driver.clean_engine(CleanConfig(**dataclasses.asdict(flags)), typer.echo)
+    verb = "would remove" if flags.dry_run else "removed"
     typer.echo(
-        f"{'would remove' if flags.dry_run else 'removed'} {report.containers} container(s), "
-        f"{len(report.images)} image tag(s) "
+        f"{verb} {report.containers} container(s), {len(report.images)} image tag(s) "
         f"({human(report.reclaimed_bytes)}), {report.build_cache} dangling build layer(s); "
-        f"kept {len(report.kept)}"
-    )
-    typer.echo(
-        f"packager images on this engine: {after['images']}, {human(after['size_bytes'])} "
-        f"({human(after['unique_bytes'])} not shared)"
+        f"kept {len(report.kept)}\npackager images on this engine: {after['images']}, "
+        f"{human(after['size_bytes'])} ({human(after['unique_bytes'])} not shared)"
     )
 
 
