@@ -21,6 +21,7 @@ Keys and what they do (docs/datasets.md has the full table):
 - `build`: shell commands run after `install` in the image (as the harness's repository setup
   runs them) and again before the tests at grading, after the candidate and test patches are
   applied (as the harness's eval script runs them): a compiled project is tested as patched.
+  A build command that `install` already ran (axios' `npm install`) is not rerun at grading.
 - `apt-pkgs`: Debian packages installed first.
 """
 
@@ -201,7 +202,12 @@ def _test_side(
         directives = test_directives(test_patch, style)
         if directives:
             test_command += " " + " ".join(shlex.quote(d) for d in directives)
-    build = commands(config.get("build"), task, f"{field}.build")
+    # A build step the image's install already ran (axios' `npm install`) is not run again at
+    # grading: the harness reruns it with a network, which grader containers do not have.
+    installed = commands(config.get("install"), task, f"{field}.install")
+    build = tuple(
+        c for c in commands(config.get("build"), task, f"{field}.build") if c not in installed
+    )
     if build:
         test_command = " && ".join((*build, test_command))
     return harness_parser, parser, test_command
