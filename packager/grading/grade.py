@@ -555,6 +555,8 @@ def _run_tests(
             node = tripwires.write_node_canaries(repo)
         elif parser == "sympy":
             added = tripwires.write_sympy_tripwire(repo, command)
+        elif parser in parsers.JS_TRIPWIRED:
+            added = tripwires.write_js_tripwire(repo, command)
         code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
         report["exit_code"] = code
         if timed_out:
@@ -575,8 +577,10 @@ def _run_tests(
             tests = check_tripwire(tests, tripwire.name)
         if node is not None:
             tests = tripwires.check_node_canary(tests, [output], node.name, report)
-        if added is not None:
+        if added is not None and parser == "sympy":
             tests = tripwires.check_sympy_tripwire(tests, output, added.name)
+        elif added is not None:
+            tests = tripwires.check_js_tripwire(tests, added.name, report)
         if parser == "gotest":
             names = [name for name, _ in canaries]
             tripwires.check_go_tripwires(parsers.parse_gotest(output), names)

@@ -629,6 +629,9 @@ PARSERS: Dict[str, Callable[[str], Results]] = {
 PARSERS.update(parsers_native.NATIVE_PARSERS)
 PARSERS.update(parsers_js.PARSERS)  # jest, vitest, karma, mocha, TAP lines, per-repository ones
 FAIL_ONLY = parsers_js.FAIL_ONLY
+# JavaScript runs that get the must-fail tripwire when their command runs mocha, jest, jasmine
+# or karma on named files (tripwires.write_js_tripwire); fail-only parsers record failures only.
+JS_TRIPWIRED = frozenset(parsers_js.PARSERS) - frozenset(FAIL_ONLY)
 """Parsers that record failures only: a listed id they did not see passes if the suite ran."""
 fill_fail_only = parsers_js.fill_fail_only
 

@@ -16,6 +16,9 @@ only a tampered run reports it otherwise.
   reported PASS or SKIP it shows a test binary whose output was rewritten.
 - SymPy (``bin/test``): a test function that always fails, appended to every test file the
   command names; reported ``ok`` it shows a runner patched from inside the process.
+- JavaScript runners with a global ``it`` (mocha, jest, jasmine, karma with either): a test
+  that always fails, appended to every JavaScript/TypeScript file the command names; reported
+  passed or skipped it shows a runner (or its reporter) patched from inside the process.
 
 The ``check_*`` functions read a run's output and raise ``Tampered`` (grade.py scores it 0,
 ``policy_violation``); they never decide a reward otherwise. Standard library only, Python >=
@@ -315,8 +318,12 @@ def go_tripwire_source(name: str) -> str:
 SYMPY_TRIPWIRE_PREFIX = "test_grading_tripwire_"
 
 
-def command_test_files(repo: Path, command: str) -> List[Path]:
-    """The ``.py`` files inside ``repo`` that ``command`` names (shell words), in order."""
+def command_test_files(
+    repo: Path, command: str, extensions: Sequence[str] = (".py",)
+) -> List[Path]:
+    """The files inside ``repo`` with one of ``extensions`` that ``command`` names (shell words,
+    or the value of an ``--option=value`` word), in order.
+    """
     try:
         words = shlex.split(command)
     except ValueError:
@@ -324,7 +331,9 @@ def command_test_files(repo: Path, command: str) -> List[Path]:
     root = repo.resolve()
     found: List[Path] = []
     for word in words:
-        if not word.endswith(".py") or word.startswith("-"):
+        if word.startswith("--") and "=" in word:
+            word = word.split("=", 1)[1]
+        if not word.endswith(tuple(extensions)) or word.startswith("-"):
             continue
         path = repo / word
         target = path.resolve()
@@ -371,3 +380,91 @@ def check_sympy_tripwire(tests: Dict[str, str], output: str, name: str) -> Dict[
             "the code under test tampered with the runner"
         )
     return {k: v for k, v in tests.items() if not k.endswith(name)}
+
+
+JS_TRIPWIRE_PREFIX = "grading_tripwire_"
+# Runners that give every test file a global ``it`` (karma's mocha and jasmine adapters too).
+JS_GLOBAL_IT_RUNNERS = frozenset({"mocha", "_mocha", "jest", "jasmine", "karma"})
+JS_TEST_EXTENSIONS = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
+JS_TAMPERED = (
+    "the test runner reported a test that must fail as {status}: the code under test tampered "
+    "with the runner or its reporter"
+)
+
+
+# Options that select tests by name: the tripwire's random name would not match, so a run
+# using one gets no tripwire (karma's ``--grep`` is a file pattern in karma configs, not this).
+JS_NAME_FILTERS = {
+    "mocha": ("-g", "--grep", "-f", "--fgrep", "-i", "--invert"),
+    "jest": ("-t", "--testNamePattern"),
+    "jasmine": ("--filter",),
+}
+JS_NAME_FILTERS["_mocha"] = JS_NAME_FILTERS["mocha"]
+
+
+def js_runner(command: str) -> Optional[str]:
+    """The global-``it`` runner a command runs (a word naming it, path or not), or None; None
+    too when the command selects that runner's tests by name.
+    """
+    try:
+        words = shlex.split(command.replace(";", " ; "))
+    except ValueError:
+        return None
+    runner = next(
+        (w.rsplit("/", 1)[-1] for w in words if w.rsplit("/", 1)[-1] in JS_GLOBAL_IT_RUNNERS),
+        None,
+    )
+    filters = JS_NAME_FILTERS.get(runner or "", ())
+    if any(w in filters or w.split("=", 1)[0] in filters for w in words):
+        return None
+    return runner
+
+
+def js_tripwire_source(name: str) -> str:
+    """A test that always fails, registered only where the runner defines a global ``it``
+    (anywhere else, e.g. a build script the command also names, it does nothing).
+    """
+    return (
+        f'\n;if (typeof it === "function") {{ it({json.dumps(name)}, function () '
+        '{ throw new Error("grading tripwire"); }); }\n'
+    )
+
+
+def write_js_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
+    """Append a must-fail test to every JavaScript/TypeScript file the command names, when the
+    command runs a runner with a global ``it``; None otherwise (or when it names no file).
+    """
+    if js_runner(command) is None:
+        return None
+    name = f"{JS_TRIPWIRE_PREFIX}{secrets.token_hex(6)}"
+    body = js_tripwire_source(name).encode()
+    files: List[Tuple[Path, bytes]] = []
+    try:
+        for path in command_test_files(repo, command, JS_TEST_EXTENSIONS):
+            original = path.read_bytes()
+            files.append((path, original))
+            path.write_bytes(original + body)
+    except OSError:
+        AddedTest(name, files).remove()
+        raise
+    return AddedTest(name, files) if files else None
+
+
+def check_js_tripwire(tests: Dict[str, str], name: str, report: Report) -> Dict[str, str]:
+    """Judge a run by its JavaScript tripwire (``write_js_tripwire``); drop its results.
+
+    Reported passed or skipped (under any suite name): ``Tampered``. Never reported while other
+    results were parsed: the output did not come from the files the tripwire was added to (or a
+    reporter left it out), so none of it is trusted.
+    """
+    seen = {k: v for k, v in tests.items() if name in k}
+    for status in seen.values():
+        if status != "failed":
+            raise Tampered(JS_TAMPERED.format(status=status))
+    kept = {k: v for k, v in tests.items() if name not in k}
+    if not seen and kept:
+        report.setdefault("notes", []).append(
+            "test output without the grading tripwire: results not trusted"
+        )
+        return {}
+    return kept
