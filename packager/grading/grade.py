@@ -557,6 +557,8 @@ def _run_tests(
             added = tripwires.write_sympy_tripwire(repo, command)
         elif parser in parsers.JS_TRIPWIRED:
             added = tripwires.write_js_tripwire(repo, command)
+        elif parser in tripwires.CPP_FRAMEWORKS:
+            added = tripwires.write_cpp_tripwire(repo, command, parser)
         code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
         report["exit_code"] = code
         if timed_out:
@@ -580,7 +582,7 @@ def _run_tests(
         if added is not None and parser == "sympy":
             tests = tripwires.check_sympy_tripwire(tests, output, added.name)
         elif added is not None:
-            tests = tripwires.check_js_tripwire(tests, added.name, report)
+            tests = tripwires.check_named_tripwire(tests, added.name, report)
         if parser == "gotest":
             names = [name for name, _ in canaries]
             tripwires.check_go_tripwires(parsers.parse_gotest(output), names)

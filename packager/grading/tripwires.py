@@ -19,6 +19,9 @@ only a tampered run reports it otherwise.
 - JavaScript runners with a global ``it`` (mocha, jest, jasmine, karma with either): a test
   that always fails, appended to every JavaScript/TypeScript file the command names; reported
   passed or skipped it shows a runner (or its reporter) patched from inside the process.
+- C++ GoogleTest and doctest: a test that always fails, appended to every C++ source of the
+  repository that defines tests of that framework (the build step the grader's command runs
+  first compiles it into the test binaries the command builds); reported passed, the same.
 
 The ``check_*`` functions read a run's output and raise ``Tampered`` (grade.py scores it 0,
 ``policy_violation``); they never decide a reward otherwise. Standard library only, Python >=
@@ -382,11 +385,11 @@ def check_sympy_tripwire(tests: Dict[str, str], output: str, name: str) -> Dict[
     return {k: v for k, v in tests.items() if not k.endswith(name)}
 
 
-JS_TRIPWIRE_PREFIX = "grading_tripwire_"
+TRIPWIRE_PREFIX = "grading_tripwire_"
 # Runners that give every test file a global ``it`` (karma's mocha and jasmine adapters too).
 JS_GLOBAL_IT_RUNNERS = frozenset({"mocha", "_mocha", "jest", "jasmine", "karma"})
 JS_TEST_EXTENSIONS = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
-JS_TAMPERED = (
+TRIPWIRE_TAMPERED = (
     "the test runner reported a test that must fail as {status}: the code under test tampered "
     "with the runner or its reporter"
 )
@@ -436,7 +439,7 @@ def write_js_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
     """
     if js_runner(command) is None:
         return None
-    name = f"{JS_TRIPWIRE_PREFIX}{secrets.token_hex(6)}"
+    name = f"{TRIPWIRE_PREFIX}{secrets.token_hex(6)}"
     body = js_tripwire_source(name).encode()
     files: List[Tuple[Path, bytes]] = []
     try:
@@ -450,8 +453,9 @@ def write_js_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
     return AddedTest(name, files) if files else None
 
 
-def check_js_tripwire(tests: Dict[str, str], name: str, report: Report) -> Dict[str, str]:
-    """Judge a run by its JavaScript tripwire (``write_js_tripwire``); drop its results.
+def check_named_tripwire(tests: Dict[str, str], name: str, report: Report) -> Dict[str, str]:
+    """Judge a run by a tripwire whose results' ids hold ``name`` (``write_js_tripwire``,
+    ``write_cpp_tripwire``); drop its results.
 
     Reported passed or skipped (under any suite name): ``Tampered``. Never reported while other
     results were parsed: the output did not come from the files the tripwire was added to (or a
@@ -460,7 +464,7 @@ def check_js_tripwire(tests: Dict[str, str], name: str, report: Report) -> Dict[
     seen = {k: v for k, v in tests.items() if name in k}
     for status in seen.values():
         if status != "failed":
-            raise Tampered(JS_TAMPERED.format(status=status))
+            raise Tampered(TRIPWIRE_TAMPERED.format(status=status))
     kept = {k: v for k, v in tests.items() if name not in k}
     if not seen and kept:
         report.setdefault("notes", []).append(
@@ -468,3 +472,83 @@ def check_js_tripwire(tests: Dict[str, str], name: str, report: Report) -> Dict[
         )
         return {}
     return kept
+
+
+# ------------------------------------------------------------------------------------------ C++
+
+CPP_EXTENSIONS = (".cc", ".cpp", ".cxx")
+CPP_SKIP_DIRS = {".git", "node_modules", "build", "_build", "CMakeFiles"}
+CPP_FILES_MAX = 2000
+
+
+class CppFramework:
+    """How one C++ test framework's tripwire is written and filtered."""
+
+    def __init__(self, marker: bytes, defines: str, source: str, filters: Tuple[str, ...]):
+        self.marker = marker  # bytes every test file of the framework holds (its include)
+        self.defines = re.compile(defines.encode(), re.M)  # a test definition at a line start
+        self.source = source  # format(name=...): the must-fail test
+        self.filters = filters  # command options that select tests by name
+
+
+CPP_FRAMEWORKS = {
+    "googletest": CppFramework(
+        b"gtest",
+        r"^[ \t]*TEST(?:_F|_P)?[ \t]*\(",
+        '\nTEST(GradingTripwire, {name}) {{ FAIL() << "grading tripwire"; }}\n',
+        ("--gtest_filter",),
+    ),
+    "doctest": CppFramework(
+        b"doctest",
+        r"^[ \t]*TEST_CASE[ \t]*\(",
+        '\nTEST_CASE("{name}") {{ SUBCASE("tripwire") {{ CHECK(false); }} }}\n',
+        ("-tc", "--test-case", "-ts", "--test-suite", "-sc", "--subcase", "-id", "-is"),
+    ),
+}
+
+
+def _cpp_test_files(repo: Path, framework: CppFramework) -> Iterable[Path]:
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = sorted(d for d in dirnames if d not in CPP_SKIP_DIRS)
+        for filename in sorted(filenames):
+            if not filename.endswith(CPP_EXTENSIONS):
+                continue
+            path = Path(dirpath) / filename
+            if path.is_symlink() or not path.is_file():
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if framework.marker in data and framework.defines.search(data):
+                yield path
+                count += 1
+                if count >= CPP_FILES_MAX:
+                    return
+
+
+def write_cpp_tripwire(repo: Path, command: str, parser: str) -> Optional[AddedTest]:
+    """Append a must-fail test to every C++ file of ``repo`` that defines tests of the parser's
+    framework (a distinct name per file: GoogleTest's test classes share one namespace); None if
+    there is none, or when the command selects tests by name.
+    """
+    framework = CPP_FRAMEWORKS[parser]
+    try:
+        words = shlex.split(command.replace(";", " ; "))
+    except ValueError:
+        return None
+    if any(w.split("=", 1)[0] in framework.filters for w in words):
+        return None
+    name = f"{TRIPWIRE_PREFIX}{secrets.token_hex(6)}"
+    files: List[Tuple[Path, bytes]] = []
+    try:
+        for index, path in enumerate(_cpp_test_files(repo, framework)):
+            original = path.read_bytes()
+            files.append((path, original))
+            body = framework.source.format(name=f"{name}_{index}")
+            path.write_bytes(original + body.encode())
+    except OSError:
+        AddedTest(name, files).remove()
+        raise
+    return AddedTest(name, files) if files else None

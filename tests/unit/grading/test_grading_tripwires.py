@@ -358,7 +358,7 @@ def test_js_tripwire_goes_into_the_files_the_command_names(tmp_path: Path) -> No
     )
     assert tripwires.js_runner(command) == "karma"
     added = tripwires.write_js_tripwire(tmp_path, command)
-    assert added is not None and added.name.startswith(tripwires.JS_TRIPWIRE_PREFIX)
+    assert added is not None and added.name.startswith(tripwires.TRIPWIRE_PREFIX)
     assert [p.name for p, _ in added.files] == ["a.test.ts", "b.test.js"]
     assert added.name in (tmp_path / "test" / "a.test.ts").read_text()
     assert (tmp_path / "test" / "c.py").read_text() == "x\n"
@@ -402,14 +402,54 @@ def test_js_tripwire_verdicts() -> None:
     name = "grading_tripwire_0a1b2c"
     honest = {"suite > a": "passed", f"{name}": "failed", "b": "failed"}
     report: dict = {}
-    assert tripwires.check_js_tripwire(honest, name, report) == {
+    assert tripwires.check_named_tripwire(honest, name, report) == {
         "suite > a": "passed",
         "b": "failed",
     }
     assert report == {}
     for status in ("passed", "skipped"):
         with pytest.raises(tripwires.Tampered, match=f"must fail as {status}"):
-            tripwires.check_js_tripwire({f"refs > {name}": status}, name, {})
-    assert tripwires.check_js_tripwire({"a": "passed"}, name, report) == {}
+            tripwires.check_named_tripwire({f"refs > {name}": status}, name, {})
+    assert tripwires.check_named_tripwire({"a": "passed"}, name, report) == {}
     assert report["notes"] == ["test output without the grading tripwire: results not trusted"]
-    assert tripwires.check_js_tripwire({}, name, {}) == {}
+    assert tripwires.check_named_tripwire({}, name, {}) == {}
+
+
+# ------------------------------------------------------------------------- C++ test frameworks
+
+
+def test_cpp_tripwire_goes_into_every_file_defining_tests(tmp_path: Path) -> None:
+    test = tmp_path / "test"
+    (test / "gtest").mkdir(parents=True)
+    (tmp_path / "build").mkdir()
+    files = {
+        "test/ranges-test.cc": '#include "gtest/gtest.h"\nTEST(ranges_test, a) {}\n',
+        "test/format-test.cc": '#include "gtest-extra.h"\n  TEST_F(fixture, b) {}\n',
+        "test/util.cc": '#include "gtest/gtest.h"\n// TEST(commented, out)\n',
+        "test/gtest/gmock-gtest-all.cc": "// gtest itself\nint x;\n",
+        "test/unit-doc.cpp": '#include "doctest_compatibility.h"\nTEST_CASE("c") {}\n',
+        "build/ranges-test.cc": '#include "gtest/gtest.h"\nTEST(ranges_test, a) {}\n',
+        "test/ranges-test.h": '#include "gtest/gtest.h"\nTEST(in_header, a) {}\n',
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    added = tripwires.write_cpp_tripwire(tmp_path, "ctest --test-dir build -V", "googletest")
+    assert added is not None and added.name.startswith(tripwires.TRIPWIRE_PREFIX)
+    assert sorted(p.name for p, _ in added.files) == ["format-test.cc", "ranges-test.cc"]
+    sources = [(test / n).read_text() for n in ("format-test.cc", "ranges-test.cc")]
+    names = [s.rsplit("TEST(GradingTripwire, ", 1)[1].split(")")[0] for s in sources]
+    assert len(set(names)) == 2 and all(n.startswith(added.name) for n in names)  # one per file
+    assert 'FAIL() << "grading tripwire"' in sources[0]
+    added.remove()
+    assert {rel: (tmp_path / rel).read_text() for rel in files} == files
+    doc = tripwires.write_cpp_tripwire(tmp_path, "./build/tests/test-udt -s -r=xml", "doctest")
+    assert doc is not None and [p.name for p, _ in doc.files] == ["unit-doc.cpp"]
+    assert 'SUBCASE("tripwire") { CHECK(false); }' in (test / "unit-doc.cpp").read_text()
+    doc.remove()
+    for command, parser in (
+        ("./build/tests/test-udt -s -r=xml -tc='some case'", "doctest"),
+        ("./build/tests/test-udt --test-case=x", "doctest"),
+        ("./build/format-test --gtest_filter=ranges_test.*", "googletest"),
+    ):
+        assert tripwires.write_cpp_tripwire(tmp_path, command, parser) is None, command
+    assert {rel: (tmp_path / rel).read_text() for rel in files} == files
