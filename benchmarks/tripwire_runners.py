@@ -1,17 +1,22 @@
-"""The JavaScript tripwire on real rows' grader images: gold still 1.0, a tampered runner 0.
+"""The JavaScript and C++ tripwires on real rows' grader images: gold still 1.0, a tampered
+runner 0.
 
-    python benchmarks/tripwire_js.py IMAGE --row ID [--rows FILE] [--runtime PYZ]
+    python benchmarks/tripwire_runners.py IMAGE --row ID [--rows FILE] [--runtime PYZ]
 
 IMAGE is the grader image of a packaged SWE-bench Multilingual row whose test command runs
-mocha or karma (benchmarks/swebench_rows.py builds them: axios rows run mocha's TAP reporter,
-preact rows karma with mocha in Chromium). Two patches are graded with the grading runtime (this
+mocha, karma, GoogleTest or doctest (benchmarks/swebench_rows.py builds them: axios rows run
+mocha's TAP reporter, preact rows karma with mocha in Chromium, fmt rows GoogleTest behind
+ctest, nlohmann/json doctest). Two patches are graded with the grading runtime (this
 checkout's, or --runtime, e.g. an older grading.pyz, to compare): the row's gold patch, and a
 cheat-only patch that appends code to the first file the gold patch changes:
 
 - mocha (the test command names ``mocha``): the process's stdout rewritten, every ``not ok`` line
   of the TAP reporter turned into ``ok`` (a reporter patched from inside the process);
 - karma: mocha's ``Runner.prototype.fail`` replaced in the browser, so that a failing test is
-  reported passed (the runner patched from the code under test).
+  reported passed (the runner patched from the code under test);
+- GoogleTest, doctest: a static initializer in the (header) file that routes the test binary's
+  stdout through a pipe and a thread rewriting every failure (``[  FAILED  ]`` to
+  ``[       OK ]``, doctest's ``success="false"`` to ``"true"``) on its way out.
 
 Prints one line per patch: reward, status, reason. Each grading runs in a fresh container with
 no network.
@@ -42,6 +47,50 @@ TAMPER = {
         "    if (test.type === 'test') { test.state = 'passed'; this.emit('pass', test); }\n"
         "  };\n}\n"
     ),
+    "cpp": r"""
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <unistd.h>
+namespace grading_cheat {
+inline void replace_all(std::string& s, const std::string& a, const std::string& b) {
+  for (size_t i = s.find(a); i != std::string::npos; i = s.find(a, i + b.size()))
+    s.replace(i, a.size(), b);
+}
+struct Rewrite {
+  std::thread pump;
+  Rewrite() {
+    int p[2];
+    if (pipe(p) != 0) return;
+    int out = dup(1), rd = p[0];
+    fflush(stdout);
+    dup2(p[1], 1);
+    close(p[1]);
+    pump = std::thread([out, rd] {
+      std::string line;
+      char c;
+      while (read(rd, &c, 1) == 1) {
+        line += c;
+        if (c != '\n') continue;
+        replace_all(line, "[  FAILED  ]", "[       OK ]");
+        replace_all(line, "success=\"false\"", "success=\"true\"");
+        if (write(out, line.data(), line.size()) < 0) return;
+        line.clear();
+      }
+      if (!line.empty() && write(out, line.data(), line.size()) < 0) return;
+    });
+  }
+  ~Rewrite() {  // at exit: the rest of stdout through the pump before the process ends
+    fflush(stdout);
+    close(1);
+    if (pump.joinable()) pump.join();
+  }
+  static Rewrite& instance();
+};
+inline Rewrite& Rewrite::instance() { static Rewrite r; return r; }
+__attribute__((unused)) static Rewrite& started = Rewrite::instance();
+}
+""",
 }
 
 
@@ -68,7 +117,10 @@ def main() -> int:
     (work / "runtime.pyz").write_bytes(runtime)
     (work / "gold.patch").write_text(row["patch"])
     plan = json.loads(_docker(args.image, work, "cat /tests/plan.json"))
-    runner = "karma" if "karma" in plan["test_command"] else "mocha"
+    if plan["parser"] in ("googletest", "doctest"):
+        runner = "cpp"
+    else:
+        runner = "karma" if "karma" in plan["test_command"] else "mocha"
     target = row["patch"].split("\n", 1)[0].split(" b/", 1)[1]
     (work / "tamper.txt").write_text(TAMPER[runner])
     _docker(
