@@ -482,7 +482,10 @@ CPP_FILES_MAX = 2000
 
 
 class CppFramework:
-    """How one C++ test framework's tripwire is written and filtered."""
+    """How one C++ test framework's tripwire is written and filtered: always with the prefixed
+    macros (``GTEST_TEST``, ``DOCTEST_SUBCASE``), which a project may not rename or undefine as
+    it may the short ones (nlohmann/json's doctest_compatibility.h has no ``SUBCASE``).
+    """
 
     def __init__(self, marker: bytes, defines: str, source: str, filters: Tuple[str, ...]):
         self.marker = marker  # bytes every test file of the framework holds (its include)
@@ -494,14 +497,15 @@ class CppFramework:
 CPP_FRAMEWORKS = {
     "googletest": CppFramework(
         b"gtest",
-        r"^[ \t]*TEST(?:_F|_P)?[ \t]*\(",
-        '\nTEST(GradingTripwire, {name}) {{ FAIL() << "grading tripwire"; }}\n',
+        r"^[ \t]*(?:GTEST_)?TEST(?:_F|_P)?[ \t]*\(",
+        '\nGTEST_TEST(GradingTripwire, {name}) {{ GTEST_FAIL() << "grading tripwire"; }}\n',
         ("--gtest_filter",),
     ),
     "doctest": CppFramework(
         b"doctest",
-        r"^[ \t]*TEST_CASE[ \t]*\(",
-        '\nTEST_CASE("{name}") {{ SUBCASE("tripwire") {{ CHECK(false); }} }}\n',
+        r"^[ \t]*(?:DOCTEST_)?TEST_CASE\w*[ \t]*\(",
+        '\nDOCTEST_TEST_CASE("{name}") {{\n'
+        '  DOCTEST_SUBCASE("tripwire") {{ DOCTEST_CHECK(false); }}\n}}\n',
         ("-tc", "--test-case", "-ts", "--test-suite", "-sc", "--subcase", "-id", "-is"),
     ),
 }

@@ -437,14 +437,17 @@ def test_cpp_tripwire_goes_into_every_file_defining_tests(tmp_path: Path) -> Non
     assert added is not None and added.name.startswith(tripwires.TRIPWIRE_PREFIX)
     assert sorted(p.name for p, _ in added.files) == ["format-test.cc", "ranges-test.cc"]
     sources = [(test / n).read_text() for n in ("format-test.cc", "ranges-test.cc")]
-    names = [s.rsplit("TEST(GradingTripwire, ", 1)[1].split(")")[0] for s in sources]
+    names = [s.rsplit("GTEST_TEST(GradingTripwire, ", 1)[1].split(")")[0] for s in sources]
     assert len(set(names)) == 2 and all(n.startswith(added.name) for n in names)  # one per file
-    assert 'FAIL() << "grading tripwire"' in sources[0]
+    assert 'GTEST_FAIL() << "grading tripwire"' in sources[0]
     added.remove()
     assert {rel: (tmp_path / rel).read_text() for rel in files} == files
     doc = tripwires.write_cpp_tripwire(tmp_path, "./build/tests/test-udt -s -r=xml", "doctest")
     assert doc is not None and [p.name for p, _ in doc.files] == ["unit-doc.cpp"]
-    assert 'SUBCASE("tripwire") { CHECK(false); }' in (test / "unit-doc.cpp").read_text()
+    assert (
+        'DOCTEST_SUBCASE("tripwire") { DOCTEST_CHECK(false); }'
+        in (test / "unit-doc.cpp").read_text()
+    )
     doc.remove()
     for command, parser in (
         ("./build/tests/test-udt -s -r=xml -tc='some case'", "doctest"),
