@@ -401,6 +401,7 @@ class Built:
     base_commit: str
     gold: bytes
     ids: list[str]  # the test ids (all_pass, formula) or test names (script) an attack forges
+    module: str  # the file the tests import, where code-under-test attacks go
 
 
 def _ids(task_dir: Path) -> list[str]:
@@ -439,6 +440,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> dict[
             base_commit=plan_json["base_commit"],
             gold=(task_dir / "solution" / "gold.patch").read_bytes(),
             ids=_ids(task_dir),
+            module=MODULE[task],
         )
     return result
 
@@ -462,7 +464,7 @@ def make_patches(docker_client: Any, b: Built, attacks: list[Attack]) -> dict[st
                 f"set -e\ncd {b.plan.workdir}\ngit reset -q --hard {b.base_commit}\n"
                 "git clean -fdq\n"
                 + ("git apply /tmp/gold.patch\n" if attack.gold else "")
-                + f"MODULE={MODULE[b.task]}\nDIR=$(dirname $MODULE)\n"
+                + f"MODULE={b.module}\nDIR=$(dirname $MODULE)\n"
             )
             # The forgers read the ids from files they ship themselves (.ids, .names).
             files = f"cat > $DIR/.ids <<'IDEOF'\n{ids}IDEOF\ncp $DIR/.ids $DIR/.names\n"
