@@ -400,7 +400,7 @@ def test_js_tripwire_source_is_inert_without_a_global_it(tmp_path: Path, suffix:
 
 def test_js_tripwire_verdicts() -> None:
     name = "grading_tripwire_0a1b2c"
-    honest = {"suite > a": "passed", f"{name}": "failed", "b": "failed"}
+    honest = {"suite > a": "passed", f"{name}": "failed", f"x > {name}": "error", "b": "failed"}
     report: dict = {}
     assert tripwires.check_named_tripwire(honest, name, report) == {
         "suite > a": "passed",
