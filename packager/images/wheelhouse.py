@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import ipaddress
 import logging
 import os
 import re
@@ -146,12 +147,22 @@ _GUARD = threading.Lock()
 
 
 def bridge_gateway(client: DockerClient) -> str | None:
-    """The engine's default bridge gateway: the host address a build's containers reach."""
+    """The engine's default bridge gateway: the host address a build's containers reach.
+
+    An engine may list the bridge's subnet without its gateway (Debian's docker.io 20.10 on a
+    fresh host: ``{"Subnet": "172.17.0.0/16"}``); the gateway is then the subnet's first host
+    address, which is what the engine gives its bridge interface.
+    """
     try:
         network = client.networks.get("bridge")  # type: ignore[attr-defined]
-        for config in network.attrs.get("IPAM", {}).get("Config") or []:
+        configs = network.attrs.get("IPAM", {}).get("Config") or []
+        for config in configs:
             if config.get("Gateway"):
                 return str(config["Gateway"])
+        for config in configs:
+            subnet = ipaddress.ip_network(str(config.get("Subnet") or ""), strict=False)
+            if subnet.version == 4 and subnet.num_addresses > 2:
+                return str(subnet.network_address + 1)
     except Exception as exc:  # noqa: BLE001 - no bridge, a remote engine, an old API
         LOG.info("no wheelhouse: the engine's bridge network is unknown (%s)", exc)
     return None

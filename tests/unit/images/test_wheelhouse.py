@@ -153,6 +153,33 @@ def test_no_wheelhouse_without_a_bridge_gateway() -> None:
     assert wheelhouse.build_hosts(NoNetworks()) == {}  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("configs", "gateway"),
+    [
+        ([{"Subnet": "172.17.0.0/16", "Gateway": "172.17.0.1"}], "172.17.0.1"),
+        ([{"Subnet": "172.18.0.0/16"}], "172.18.0.1"),  # docker.io 20.10 on a fresh host
+        ([{"Subnet": "fd00::/64"}, {"Subnet": "10.9.0.0/24"}], "10.9.0.1"),
+        ([], None),
+        ([{"Subnet": "not a subnet"}], None),
+    ],
+)
+def test_the_bridge_gateway_is_listed_or_the_subnets_first_address(
+    configs: list[dict[str, str]], gateway: str | None
+) -> None:
+    class Network:
+        attrs = {"IPAM": {"Config": configs}}
+
+    class Networks:
+        def get(self, name: str) -> Network:
+            assert name == "bridge"
+            return Network()
+
+    class Client:
+        networks = Networks()
+
+    assert wheelhouse.bridge_gateway(Client()) == gateway  # type: ignore[arg-type]
+
+
 def test_the_helper_uploads_its_wheels_to_the_server(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: Any
 ) -> None:
