@@ -59,8 +59,15 @@ def git_dir_for(source: RepoSource, cache_dir: Path | None = None) -> Path:
                 command=["git", *argv],
                 stderr=tail(result.stderr),
             )
-        os.replace(tmp / "m.git", mirror)
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            os.replace(tmp / "m.git", mirror)
+        except OSError:
+            # Another process (a second worker on this host) put the same mirror in place
+            # first: theirs is as good as ours.
+            if not (mirror / "HEAD").exists():
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return mirror
 
 

@@ -466,3 +466,32 @@ def test_the_snapshot_keeps_the_tags_that_are_history(tmp_path: Path, upstream: 
     assert everything == [upstream.base, upstream.first]
     objects = git("cat-file", "--batch-all-objects", "--batch-check=%(objecttype)", cwd=dest)
     assert objects.split().count("tag") == 1  # only v0.9's tag object
+
+
+def test_two_processes_cloning_one_mirror_both_get_it(
+    tmp_path: Path, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers on one host miss the mirror cache at once: the one whose clone lands second
+    finds the mirror in place (os.replace refuses a non-empty folder) and uses it."""
+    from packager.repos import fetch
+
+    bundle = tmp_path / "o__n.bundle"
+    _bundle(upstream, bundle)
+    cache = tmp_path / "cache"
+    real_git = fetch.git
+
+    identity = f"{bundle}\0{fetch._stamp(bundle)}".encode()
+    mirror = cache / f"o__n-{fetch.hashlib.sha256(identity).hexdigest()[:12]}.git"
+
+    def racing_git(*args: str, **kwargs: object) -> object:
+        result = real_git(*args, **kwargs)  # type: ignore[arg-type]
+        if args[:1] == ("clone",):  # the other worker's clone lands while ours ran
+            real_git("clone", "--mirror", "--quiet", str(bundle), str(mirror))
+        return result
+
+    monkeypatch.setattr(fetch, "git", racing_git)
+    fetch.git_dir_for.cache_clear()
+    git_dir = fetch.git_dir_for(repos.RepoSource("o/n", str(bundle)), cache)
+    assert (git_dir / "HEAD").exists()
+    assert git("rev-parse", "--verify", f"{upstream.later}^{{commit}}", cwd=git_dir).strip()
+    assert not list(cache.glob(".clone-*"))  # our copy is gone
