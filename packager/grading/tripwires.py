@@ -395,20 +395,29 @@ TRIPWIRE_TAMPERED = (
 )
 
 
-# Options that select tests by name: the tripwire's random name would not match, so a run
-# using one gets no tripwire (karma's ``--grep`` is a file pattern in karma configs, not this).
+# Options that select tests by name (matched against a test's full title). A plain literal
+# value (no regular-expression syntax) is put in the tripwire's title, so that the filter still
+# selects it; any other value, or a filter that inverts, gets no tripwire. Karma's ``--grep`` is
+# a file pattern in karma configs, not this.
 JS_NAME_FILTERS = {
-    "mocha": ("-g", "--grep", "-f", "--fgrep", "-i", "--invert"),
+    "mocha": ("-g", "--grep", "-f", "--fgrep"),
     "jest": ("-t", "--testNamePattern"),
-    "jasmine": ("--filter",),
 }
 JS_NAME_FILTERS["_mocha"] = JS_NAME_FILTERS["mocha"]
+JS_INVERTING = ("-i", "--invert", "--filter")  # mocha's inverted grep; jasmine's filter
+_PLAIN_TITLE = re.compile(r"[\w ,:;'=@#%&<>!/-]+")
 
 
 def js_runner(command: str) -> Optional[str]:
     """The global-``it`` runner a command runs (a word naming it, path or not), or None; None
-    too when the command selects that runner's tests by name.
+    too when the command selects that runner's tests by name in a way a title cannot follow.
     """
+    found = _js_run(command)
+    return found[0] if found else None
+
+
+def _js_run(command: str) -> Optional[Tuple[str, str]]:
+    """(runner, title prefix) for the tripwire of a command, or None (see ``js_runner``)."""
     try:
         words = shlex.split(command.replace(";", " ; "))
     except ValueError:
@@ -417,10 +426,24 @@ def js_runner(command: str) -> Optional[str]:
         (w.rsplit("/", 1)[-1] for w in words if w.rsplit("/", 1)[-1] in JS_GLOBAL_IT_RUNNERS),
         None,
     )
-    filters = JS_NAME_FILTERS.get(runner or "", ())
-    if any(w in filters or w.split("=", 1)[0] in filters for w in words):
+    if runner is None:
         return None
-    return runner
+    filters = JS_NAME_FILTERS.get(runner, ())
+    values: List[str] = []
+    for index, word in enumerate(words):
+        option, eq, value = word.partition("=")
+        if option in JS_INVERTING:
+            return None
+        if option not in filters:
+            continue
+        if not eq:
+            value = words[index + 1] if index + 1 < len(words) else ""
+        values.append(value)
+    if not values:
+        return runner, ""
+    if len(values) > 1 or not _PLAIN_TITLE.fullmatch(values[0]):
+        return None
+    return runner, f"{values[0]} "
 
 
 def js_tripwire_source(name: str) -> str:
@@ -435,12 +458,15 @@ def js_tripwire_source(name: str) -> str:
 
 def write_js_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
     """Append a must-fail test to every JavaScript/TypeScript file the command names, when the
-    command runs a runner with a global ``it``; None otherwise (or when it names no file).
+    command runs a runner with a global ``it``; None otherwise (or when it names no file). Its
+    title holds the command's plain name filter (mocha ``-g timeout``: ``timeout
+    grading_tripwire_...``), so that the filter selects it; ``name`` is the random part.
     """
-    if js_runner(command) is None:
+    found = _js_run(command)
+    if found is None:
         return None
     name = f"{TRIPWIRE_PREFIX}{secrets.token_hex(6)}"
-    body = js_tripwire_source(name).encode()
+    body = js_tripwire_source(found[1] + name).encode()
     files: List[Tuple[Path, bytes]] = []
     try:
         for path in command_test_files(repo, command, JS_TEST_EXTENSIONS):
