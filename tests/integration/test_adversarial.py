@@ -415,6 +415,23 @@ def _ids(task_dir: Path) -> list[str]:
     return ids
 
 
+def run_plan(out: Path, dataset: str, task: str) -> tuple[RunPlan, dict[str, Any]]:
+    """The RunPlan of a built task (from its oracle manifest) and its plan.json."""
+    manifest = json.loads((out / dataset / "manifests" / task / "oracle.json").read_text())
+    task_dir = out / dataset / "tasks" / task
+    plan_json = json.loads((task_dir / "tests" / "plan.json").read_text())
+    plan = RunPlan(
+        task=f"{dataset}/{task}",
+        agent_image=manifest["agent_image"],
+        grader_image=manifest["grader_image"],
+        workdir=manifest["workdir"],
+        collect=manifest["collect"],
+        solution_dir=task_dir / "solution",
+        grade_timeout_sec=int(plan_json["timeout_sec"]),
+    )
+    return plan, plan_json
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> dict[str, Built]:
     out = tmp_path_factory.mktemp("adversarial")
@@ -422,18 +439,8 @@ def built(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> dict[
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result: dict[str, Built] = {}
     for task in TASKS:
-        manifest = json.loads((out / "samples" / "manifests" / task / "oracle.json").read_text())
         task_dir = out / "samples" / "tasks" / task
-        plan_json = json.loads((task_dir / "tests" / "plan.json").read_text())
-        plan = RunPlan(
-            task=f"samples/{task}",
-            agent_image=manifest["agent_image"],
-            grader_image=manifest["grader_image"],
-            workdir=manifest["workdir"],
-            collect=manifest["collect"],
-            solution_dir=task_dir / "solution",
-            grade_timeout_sec=int(plan_json["timeout_sec"]),
-        )
+        plan, plan_json = run_plan(out, "samples", task)
         result[task] = Built(
             task=task,
             plan=plan,

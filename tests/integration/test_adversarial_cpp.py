@@ -20,9 +20,10 @@ import pytest
 import yaml
 
 from benchmarks.tripwire_runners import TAMPER
-from packager.engines.containers import RunPlan, wait_for_removals
+from packager.engines.containers import wait_for_removals
 from tests.conftest import run_cli
-from tests.integration.test_adversarial import Attack, Built, _grade, make_patches
+from tests.integration.test_adversarial import Attack, Built, _grade, make_patches, run_plan
+from tests.integration.test_build_step_e2e import _diff, _git
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -85,21 +86,6 @@ ATTACKS = [
 ]
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    )
-    return done.stdout
-
-
-def _diff(repo: Path, path: str, new: str) -> str:
-    old = (repo / path).read_text()
-    (repo / path).write_text(new)
-    diff = _git(repo, "diff", "--", path)
-    (repo / path).write_text(old)
-    return diff
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     tmp = tmp_path_factory.mktemp("cppadv")
@@ -149,21 +135,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         timeout=1200,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    manifest = json.loads((out / "cppadv" / "manifests" / TASK / "oracle.json").read_text())
-    task_dir = out / "cppadv" / "tasks" / TASK
-    plan_json = json.loads((task_dir / "tests" / "plan.json").read_text())
+    plan, plan_json = run_plan(out, "cppadv", TASK)
     assert plan_json["parser"] == "doctest"
     assert plan_json["test_command"] == "make && ./run_tests -s -r=xml"
-    plan = RunPlan(
-        task=f"cppadv/{TASK}",
-        agent_image=manifest["agent_image"],
-        grader_image=manifest["grader_image"],
-        workdir=manifest["workdir"],
-        collect=manifest["collect"],
-        solution_dir=task_dir / "solution",
-        grade_timeout_sec=int(plan_json["timeout_sec"]),
-    )
-    gold = (task_dir / "solution" / "gold.patch").read_bytes()
+    gold = (plan.solution_dir / "gold.patch").read_bytes()
     return Built(TASK, plan, plan_json["base_commit"], gold, F2P + P2P, "calc.h")
 
 
