@@ -27,13 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.tripwire_sympy import GRADE, _docker  # noqa: E402
+from benchmarks.tripwire_sympy import GRADE, _docker, prepare  # noqa: E402
 
 TAMPER = {
     "mocha": (
@@ -104,18 +103,7 @@ def main() -> int:
     )
     ap.add_argument("--runtime", type=Path, help="a grading.pyz (default: this checkout's)")
     args = ap.parse_args()
-    rows = [json.loads(line) for line in args.rows.read_text().splitlines() if line.strip()]
-    row = next(r for r in rows if r["instance_id"] == args.row)
-    work = Path(tempfile.mkdtemp(prefix="tripwire-js-"))
-    work.chmod(0o777)
-    if args.runtime:
-        runtime = args.runtime.read_bytes()
-    else:
-        from packager.render.harbor import read_grading_archive
-
-        runtime = read_grading_archive()
-    (work / "runtime.pyz").write_bytes(runtime)
-    (work / "gold.patch").write_text(row["patch"])
+    row, work = prepare(args.rows, args.row, args.runtime)
     plan = json.loads(_docker(args.image, work, "cat /tests/plan.json"))
     if plan["parser"] in ("googletest", "doctest"):
         runner = "cpp"

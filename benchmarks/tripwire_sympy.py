@@ -44,6 +44,23 @@ def _docker(image: str, mount: Path, script: str) -> str:
     return proc.stdout
 
 
+def prepare(rows_file: Path, row_id: str, runtime_file: Path | None) -> tuple[dict, Path]:
+    """The row, and a fresh folder (mounted at /m) holding the runtime and the gold patch."""
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines() if line.strip()]
+    row = next(r for r in rows if r["instance_id"] == row_id)
+    work = Path(tempfile.mkdtemp(prefix="tripwire-"))
+    work.chmod(0o777)
+    if runtime_file:
+        runtime = runtime_file.read_bytes()
+    else:
+        from packager.render.harbor import read_grading_archive
+
+        runtime = read_grading_archive()
+    (work / "runtime.pyz").write_bytes(runtime)
+    (work / "gold.patch").write_text(row["patch"])
+    return row, work
+
+
 def main() -> int:
     """Grade gold and the tampered patch; print one line each."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -54,18 +71,7 @@ def main() -> int:
     )
     ap.add_argument("--runtime", type=Path, help="a grading.pyz (default: this checkout's)")
     args = ap.parse_args()
-    rows = [json.loads(line) for line in args.rows.read_text().splitlines() if line.strip()]
-    row = next(r for r in rows if r["instance_id"] == args.row)
-    work = Path(tempfile.mkdtemp(prefix="tripwire-sympy-"))
-    work.chmod(0o777)
-    if args.runtime:
-        runtime = args.runtime.read_bytes()
-    else:
-        from packager.render.harbor import read_grading_archive
-
-        runtime = read_grading_archive()
-    (work / "runtime.pyz").write_bytes(runtime)
-    (work / "gold.patch").write_text(row["patch"])
+    row, work = prepare(args.rows, args.row, args.runtime)
     target = row["patch"].split("\n", 1)[0].split(" b/", 1)[1]
     (work / "tamper.txt").write_text(TAMPER)
     repo = (
