@@ -96,19 +96,27 @@ def _time_task(client: Any, spec: Any, paths: Any, out: Path, index: int) -> tup
     images = {"agent": task.agent_image, "grader": task.grader_image}
     command = spec.grading.test_command or "true"
     grader_dir = "/tests"
+    plan = json.loads((paths.task_dir(slug) / "tests" / "plan.json").read_text())
     if spec.grading.rule == "script":
         # Where the runtime runs the row's grader: the plan's script.dir, under /tests.
-        plan_json = paths.task_dir(slug) / "tests" / "plan.json"
-        script = json.loads(plan_json.read_text())["script"]
+        script = plan["script"]
         grader_dir = f"/tests/{script.get('dir') or '.'}"
         command = (
             f"echo '{json.dumps(script.get('criteria') or [])}' > /tmp/criteria.json && "
             f"{{ cd {grader_dir} || exit 125; }} && {spec.grading.grader_command}"
         )
     # The raw command is timed inside a fresh grader container (as the engine runs it, with
-    # cold caches), so container start-up counts as engine overhead, not as test time.
+    # cold caches), so container start-up counts as engine overhead, not as test time. It runs
+    # on the tree the grader tests: the row's test patch applied and its hidden files copied
+    # first, outside the timer (without them a command names test files that are not there,
+    # or runs fewer of them, and the difference is not overhead).
+    setup = ""
+    if plan.get("test_patch"):
+        setup += f"git apply --whitespace=nowarn /tests/{plan['test_patch']} || {{ echo 125 0; exit; }}; "
+    if plan.get("hidden_files"):
+        setup += f"cp -a /tests/{plan['hidden_files']}/. . || {{ echo 125 0; exit; }}; "
     timed = (
-        "s=$(date +%s%N); ( " + command + " ) >/dev/null 2>&1; c=$?; e=$(date +%s%N); "
+        setup + "s=$(date +%s%N); ( " + command + " ) >/dev/null 2>&1; c=$?; e=$(date +%s%N); "
         "echo $c $(( (e - s) / 1000000 ))"
     )
     env = {

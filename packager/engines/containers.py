@@ -16,6 +16,7 @@ background (never leaked: the interpreter waits for those threads at exit).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -28,6 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packager.engines.mounts import (
+    RunFolders,
+    copy_confined_tree,
+    mark_shared,
+    mounts_proven,
+    mounts_usable,
+    read_confined,
+    run_folders,
+    volume,
+    write_new,
+)
 from packager.errors import RunError
 from packager.images.build import (
     DockerClient,
@@ -44,7 +56,13 @@ PATCH_MEMBER = "logs/artifacts/model.patch"
 """Where the grader reads the collected patch (Harbor's agent artifact path)."""
 GATE_MEMBER = "logs/grade-now"
 """Put into an early-started grader after the patch (the same tar, later in it): the gate opens."""
+FOLDER_MARK = ".packager-folder"
+"""Left in a grader's run folder before its container is created: a gate started with the
+argument `folder` that does not find it at /logs exits FOLDER_MISSING at once (the folder is
+not what the container sees; the run grades in a fresh container through the archive calls)."""
+FOLDER_MISSING = 86
 GATE_SCRIPT = (
+    f'if [ "$1" = folder ] && [ ! -e /logs/{FOLDER_MARK} ]; then exit {FOLDER_MISSING}; fi; '
     # A FIFO held open for reading and writing makes `read -t` a sleep without a process.
     'g=/tmp/.packager-gate; if mkfifo "$g" 2>/dev/null && exec 3<>"$g"; then rm -f "$g"; '
     f"else g=; fi; while [ ! -e /{GATE_MEMBER} ]; do "
@@ -139,9 +157,12 @@ def _container(
     env: Mapping[str, str] | None = None,
     cpus: float | None = None,
     background: bool = False,
+    folder: Path | None = None,
+    solution: Path | None = None,
 ) -> Iterator[Any]:
     """A created container, removed (forced) on leaving: here, or with `background` in a
-    thread (`remove_later`), so the run does not wait for it.
+    thread (`remove_later`), so the run does not wait for it. `folder` is mounted at /logs,
+    `solution` read-only at /solution.
     """
     check_cancelled()
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
@@ -156,6 +177,7 @@ def _container(
     if cpus is not None:
         # A quota, as the harness sets it: what `nproc`-style checks of the cgroup read.
         kwargs["nano_cpus"] = int(min(cpus, _engine_cpus(client)) * 1e9)
+    kwargs.update(volume(folder, solution))
     container = client.containers.create(
         image,
         command=command,
@@ -233,14 +255,30 @@ def _oom_error(plan: RunPlan, phase: str, log_dir: Path) -> RunError:
 
 
 def agent_phase(
-    client: DockerClient, plan: RunPlan, kind: str, log_dir: Path, background: bool = False
+    client: DockerClient,
+    plan: RunPlan,
+    kind: str,
+    log_dir: Path,
+    background: bool = False,
+    folder: Path | None = None,
 ) -> AgentOutcome:
     """Run the agent phase (oracle or nop); the collected model.patch and solve.sh's exit.
-    The container runs AGENT_SCRIPT as its main process; its outputs and the patch come back
-    in one archive of /logs. With `background`, the container is removed in a thread.
+    The container runs AGENT_SCRIPT as its main process; its outputs and the patch are read
+    from `folder`, its /logs (`packager.engines.mounts`), or else come back in one archive of
+    /logs. With `background`, the container is removed in a thread.
     """
     deadline = (plan.agent_timeout_sec if kind == "oracle" else 0) + 120 + 30
     command = ["bash", "-c", AGENT_SCRIPT, "agent", kind, str(plan.agent_timeout_sec)]
+    # The oracle's solution: mounted read-only once the engine is proven to see this host's
+    # files (and solve.sh is executable there), else put in as an archive.
+    solution = (
+        plan.solution_dir
+        if kind == "oracle"
+        and folder is not None
+        and mounts_proven(client)
+        and os.access(plan.solution_dir / "solve.sh", os.X_OK)
+        else None
+    )
     with _container(
         client,
         plan.agent_image,
@@ -252,8 +290,10 @@ def agent_phase(
         plan.memory_mb,
         cpus=plan.cpus,
         background=background,
+        folder=folder,
+        solution=solution,
     ) as box:
-        if kind == "oracle":
+        if kind == "oracle" and solution is None:
             files = {
                 f"solution/{p.relative_to(plan.solution_dir).as_posix()}": p.read_bytes()
                 for p in sorted(plan.solution_dir.rglob("*"))
@@ -268,10 +308,9 @@ def agent_phase(
             said = box.logs(stdout=True, stderr=True).decode(errors="replace")
             reason = f"the agent phase could not make {AGENT_OUT}: {excerpt(said)}"
             raise RunError(plan.task, reason, log_dir)
-        stream, _ = box.get_archive("/logs")
-        archive = b"".join(stream)
+        read = _agent_reader(client, box, folder)
     outputs = {
-        name: (read_tar_member(archive, f"agent/{name}") or b"").decode(errors="replace")
+        name: (read(f"agent/{name}") or b"").decode(errors="replace")
         for name in ("solve.txt", "solve.exit", "collect.txt", "collect.exit")
     }
     solve_exit: int | None = None
@@ -282,8 +321,23 @@ def agent_phase(
         solve_log.write_text(f"exit code {solve_exit}\n{outputs['solve.txt']}")
     if _exit_code(outputs["collect.exit"]) != 0:
         (log_dir / "collect.txt").write_text(outputs["collect.txt"])
-    data = read_tar_member(archive, "artifacts/model.patch")
+    data = read("artifacts/model.patch")
     return AgentOutcome(data or b"", solve_exit, solve_log)
+
+
+def _agent_reader(client: DockerClient, box: Any, folder: Path | None) -> Any:
+    """How the agent phase's files are read (name relative to /logs -> bytes or None): from
+    its run folder when the engine wrote them there (AGENT_SCRIPT always writes
+    collect.exit), else from one archive of /logs.
+    """
+    if folder is not None:
+        shared = read_confined(folder, "agent/collect.exit") is not None
+        mark_shared(client, shared)
+        if shared:
+            return lambda name: read_confined(folder, name)
+    stream, _ = box.get_archive("/logs")
+    archive = b"".join(stream)
+    return lambda name: read_tar_member(archive, name)
 
 
 def _exit_code(text: str) -> int:
@@ -313,7 +367,9 @@ def _wait(box: Any, plan: RunPlan, phase: str, deadline: float, log_dir: Path) -
         ) from exc
 
 
-def _grader_container(client: DockerClient, plan: RunPlan, kind: str, command: list[str]) -> Any:
+def _grader_container(
+    client: DockerClient, plan: RunPlan, kind: str, command: list[str], folder: Path | None
+) -> Any:
     return _container(
         client,
         plan.grader_image,
@@ -326,6 +382,7 @@ def _grader_container(client: DockerClient, plan: RunPlan, kind: str, command: l
         dict(plan.grader_env),
         cpus=plan.cpus,
         background=True,
+        folder=folder,
     )
 
 
@@ -335,20 +392,26 @@ class EarlyGrader:
     happened.
     """
 
-    def __init__(self, client: DockerClient, plan: RunPlan, kind: str) -> None:
+    def __init__(
+        self, client: DockerClient, plan: RunPlan, kind: str, folder: Path | None = None
+    ) -> None:
         self._stack = ExitStack()
         self._box: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
-            target=self._start, args=(client, plan, kind), name=f"grader-{kind}", daemon=True
+            target=self._start,
+            args=(client, plan, kind, folder),
+            name=f"grader-{kind}",
+            daemon=True,
         )
         self._thread.start()
 
-    def _start(self, client: DockerClient, plan: RunPlan, kind: str) -> None:
+    def _start(self, client: DockerClient, plan: RunPlan, kind: str, folder: Path | None) -> None:
         try:
-            box = self._stack.enter_context(
-                _grader_container(client, plan, kind, ["bash", "-c", GATE_SCRIPT])
-            )
+            command = ["bash", "-c", GATE_SCRIPT, "gate", *(["folder"] if folder else [])]
+            if folder is not None:
+                write_new(folder, FOLDER_MARK, b"")
+            box = self._stack.enter_context(_grader_container(client, plan, kind, command, folder))
             box.start()
             self._box = box
         except BaseException as exc:  # noqa: BLE001 - raised again where the grader is needed
@@ -373,37 +436,69 @@ def run_grader_phase(
     patch: bytes,
     log_dir: Path,
     early: EarlyGrader | None = None,
+    folder: Path | None = None,
 ) -> dict[str, Any]:
     """Grade `patch` in a fresh grader container (`early`'s, started behind its gate, when
-    given); return report.json (reward always present).
+    given; `folder` is its /logs, see `packager.engines.mounts`); return report.json (reward
+    always present).
     """
     (log_dir / "model.patch").write_bytes(patch)
+    # Through the folder only once a run has shown the engine sees it; else as an archive
+    # (which also lands in the folder when the engine shares it).
+    handed = folder is not None and mounts_proven(client)
     with (
         nullcontext(early.container())
         if early is not None
-        else _grader_container(client, plan, kind, ["bash", "/tests/test.sh"])
+        else _grader_container(client, plan, kind, ["bash", "/tests/test.sh"], folder)
     ) as box:
-        if early is not None:
+        if handed:
+            assert folder is not None
+            write_new(folder, PATCH_MEMBER.removeprefix("logs/"), patch)
+            if early is not None:
+                write_new(folder, GATE_MEMBER.removeprefix("logs/"), b"")
+        elif early is not None:
             box.put_archive("/", make_tar({PATCH_MEMBER: patch, GATE_MEMBER: b""}))
         else:
             box.put_archive("/", make_tar({PATCH_MEMBER: patch}))
+        if early is None:
             box.start()
         status = _wait(box, plan, "grader", plan.grade_timeout_sec + 120, log_dir)
-        with ThreadPoolExecutor(3) as pool:  # three round trips at once
+        if (
+            early is not None
+            and status.get("StatusCode") == FOLDER_MISSING
+            and folder is not None
+            and read_confined(folder, "verifier/reward.json") is None
+        ):
+            mark_shared(client, False)
+            return run_grader_phase(client, plan, kind, patch, log_dir)
+        on_host = folder is not None and read_confined(folder, "verifier/reward.json") is not None
+        with ThreadPoolExecutor(3) as pool:  # the round trips at once
             oom = pool.submit(_oom_killed, box)
             logs = pool.submit(box.logs, stdout=True, stderr=True)
-            fetched = pool.submit(lambda: b"".join(box.get_archive("/logs/verifier")[0]))
+            fetched = (
+                None
+                if on_host
+                else pool.submit(lambda: b"".join(box.get_archive("/logs/verifier")[0]))
+            )
             (log_dir / "grader.txt").write_bytes(logs.result())
             if oom.result():
                 raise _oom_error(plan, "grader", log_dir)
-            archive = fetched.result()
+            archive = fetched.result() if fetched is not None else b""
         files = {}
         for name in ("reward.json", "report.json", "test-output.txt"):
-            data = read_tar_member(archive, name)
+            if on_host:
+                assert folder is not None
+                data = read_confined(folder, f"verifier/{name}")
+            else:
+                data = read_tar_member(archive, name)
             if data is not None:
                 (log_dir / name).write_bytes(data)
                 files[name] = data
-        extract_tree(archive, "verifier/judge/", log_dir / "judge")
+        if on_host:
+            assert folder is not None
+            copy_confined_tree(folder, "verifier/judge", log_dir / "judge")
+        else:
+            extract_tree(archive, "verifier/judge/", log_dir / "judge")
     reward = json.loads(files["reward.json"]) if "reward.json" in files else None
     report = json.loads(files["report.json"]) if "report.json" in files else {}
     if not isinstance(reward, dict) or "reward" not in reward:
@@ -415,6 +510,41 @@ def run_grader_phase(
     if report.get("status") == "patch_failed" and isinstance(apply, dict) and apply.get("log"):
         (log_dir / "apply.log").write_text(str(apply["log"]))
     return report
+
+
+def _run_phases(
+    client: DockerClient,
+    plan: RunPlan,
+    kind: str,
+    log_dir: Path,
+    patch: bytes | None,
+    folders: RunFolders | None,
+) -> tuple[AgentOutcome | None, dict[str, Any]]:
+    """The agent phase (unless a patch is given) with the grader started beside it behind
+    its gate, then grading; the agent's outcome and the grader's report.
+    """
+    agent: AgentOutcome | None = None
+    early = (
+        EarlyGrader(client, plan, kind, folders.grader if folders else None)
+        if patch is None
+        else None
+    )
+    try:
+        if patch is None:
+            agent = agent_phase(
+                client,
+                plan,
+                kind,
+                log_dir,
+                background=True,
+                folder=folders.agent if folders else None,
+            )
+            patch = agent.patch
+        folder = folders.grader if folders else None
+        return agent, run_grader_phase(client, plan, kind, patch, log_dir, early, folder)
+    finally:
+        if early is not None:
+            early.close()
 
 
 def run_once(
@@ -431,25 +561,19 @@ def run_once(
     shutil.rmtree(log_dir / "judge", ignore_errors=True)
     started = time.monotonic()
     agent: AgentOutcome | None = None
-    early = EarlyGrader(client, plan, kind) if patch is None else None
-    try:
-        if patch is None:
-            agent = agent_phase(client, plan, kind, log_dir, background=True)
-            patch = agent.patch
-        report = run_grader_phase(client, plan, kind, patch, log_dir, early)
-    except RunError as exc:
-        _write_zero_reward(log_dir, exc.reason)
-        return RunResult(
-            kind=kind,
-            reward=None,
-            grade_status="infra_error",
-            reason=exc.reason,
-            duration_sec=round(time.monotonic() - started, 3),
-            log_dir=str(log_dir),
-        )
-    finally:
-        if early is not None:
-            early.close()
+    with run_folders(mounts_usable(client)) as folders:
+        try:
+            agent, report = _run_phases(client, plan, kind, log_dir, patch, folders)
+        except RunError as exc:
+            _write_zero_reward(log_dir, exc.reason)
+            return RunResult(
+                kind=kind,
+                reward=None,
+                grade_status="infra_error",
+                reason=exc.reason,
+                duration_sec=round(time.monotonic() - started, 3),
+                log_dir=str(log_dir),
+            )
     rewards = report["reward_json"]
     subscores = {k: float(v) for k, v in rewards.items() if k != "reward"}
     apply_log: str | None = None

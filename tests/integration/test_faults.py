@@ -403,7 +403,10 @@ class _FlipContainers:
 
     def create(self, image: str, **kwargs: Any) -> Any:
         if str(kwargs.get("labels", {}).get("packager.role", "")).startswith("grader"):
-            kwargs["volumes"] = {self.volume: {"bind": "/flip", "mode": "rw"}}
+            kwargs["volumes"] = {
+                **kwargs.get("volumes", {}),
+                self.volume: {"bind": "/flip", "mode": "rw"},
+            }
         return self.inner.create(image, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
