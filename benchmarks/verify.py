@@ -110,11 +110,12 @@ def _time_task(client: Any, spec: Any, paths: Any, out: Path, index: int) -> tup
     # on the tree the grader tests: the row's test patch applied and its hidden files copied
     # first, outside the timer (without them a command names test files that are not there,
     # or runs fewer of them, and the difference is not overhead).
+    failed = "|| { echo 125 0; exit; }; "
     setup = ""
     if plan.get("test_patch"):
-        setup += f"git apply --whitespace=nowarn /tests/{plan['test_patch']} || {{ echo 125 0; exit; }}; "
+        setup += f"git apply --whitespace=nowarn /tests/{plan['test_patch']} {failed}"
     if plan.get("hidden_files"):
-        setup += f"cp -a /tests/{plan['hidden_files']}/. . || {{ echo 125 0; exit; }}; "
+        setup += f"cp -a /tests/{plan['hidden_files']}/. . {failed}"
     timed = (
         setup + "s=$(date +%s%N); ( " + command + " ) >/dev/null 2>&1; c=$?; e=$(date +%s%N); "
         "echo $c $(( (e - s) / 1000000 ))"

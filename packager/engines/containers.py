@@ -451,15 +451,7 @@ def run_grader_phase(
         if early is not None
         else _grader_container(client, plan, kind, ["bash", "/tests/test.sh"], folder)
     ) as box:
-        if handed:
-            assert folder is not None
-            write_new(folder, PATCH_MEMBER.removeprefix("logs/"), patch)
-            if early is not None:
-                write_new(folder, GATE_MEMBER.removeprefix("logs/"), b"")
-        elif early is not None:
-            box.put_archive("/", make_tar({PATCH_MEMBER: patch, GATE_MEMBER: b""}))
-        else:
-            box.put_archive("/", make_tar({PATCH_MEMBER: patch}))
+        _hand_over(box, patch, folder if handed else None, gated=early is not None)
         if early is None:
             box.start()
         status = _wait(box, plan, "grader", plan.grade_timeout_sec + 120, log_dir)
@@ -471,34 +463,7 @@ def run_grader_phase(
         ):
             mark_shared(client, False)
             return run_grader_phase(client, plan, kind, patch, log_dir)
-        on_host = folder is not None and read_confined(folder, "verifier/reward.json") is not None
-        with ThreadPoolExecutor(3) as pool:  # the round trips at once
-            oom = pool.submit(_oom_killed, box)
-            logs = pool.submit(box.logs, stdout=True, stderr=True)
-            fetched = (
-                None
-                if on_host
-                else pool.submit(lambda: b"".join(box.get_archive("/logs/verifier")[0]))
-            )
-            (log_dir / "grader.txt").write_bytes(logs.result())
-            if oom.result():
-                raise _oom_error(plan, "grader", log_dir)
-            archive = fetched.result() if fetched is not None else b""
-        files = {}
-        for name in ("reward.json", "report.json", "test-output.txt"):
-            if on_host:
-                assert folder is not None
-                data = read_confined(folder, f"verifier/{name}")
-            else:
-                data = read_tar_member(archive, name)
-            if data is not None:
-                (log_dir / name).write_bytes(data)
-                files[name] = data
-        if on_host:
-            assert folder is not None
-            copy_confined_tree(folder, "verifier/judge", log_dir / "judge")
-        else:
-            extract_tree(archive, "verifier/judge/", log_dir / "judge")
+        files = _grader_results(box, plan, log_dir, folder)
     reward = json.loads(files["reward.json"]) if "reward.json" in files else None
     report = json.loads(files["report.json"]) if "report.json" in files else {}
     if not isinstance(reward, dict) or "reward" not in reward:
@@ -510,6 +475,54 @@ def run_grader_phase(
     if report.get("status") == "patch_failed" and isinstance(apply, dict) and apply.get("log"):
         (log_dir / "apply.log").write_text(str(apply["log"]))
     return report
+
+
+def _hand_over(box: Any, patch: bytes, folder: Path | None, gated: bool) -> None:
+    """Give the grader the patch (and open its gate when `gated`): as files in `folder`, else
+    as one archive.
+    """
+    if folder is not None:
+        write_new(folder, PATCH_MEMBER.removeprefix("logs/"), patch)
+        if gated:
+            write_new(folder, GATE_MEMBER.removeprefix("logs/"), b"")
+    elif gated:
+        box.put_archive("/", make_tar({PATCH_MEMBER: patch, GATE_MEMBER: b""}))
+    else:
+        box.put_archive("/", make_tar({PATCH_MEMBER: patch}))
+
+
+def _grader_results(
+    box: Any, plan: RunPlan, log_dir: Path, folder: Path | None
+) -> dict[str, bytes]:
+    """Copy a finished grader's results into `log_dir` (from its folder when it wrote them
+    there, else from one archive of /logs/verifier) with its output and OOM state read at the
+    same time; the result files by name.
+    """
+    on_host = folder is not None and read_confined(folder, "verifier/reward.json") is not None
+    with ThreadPoolExecutor(3) as pool:  # the round trips at once
+        oom = pool.submit(_oom_killed, box)
+        logs = pool.submit(box.logs, stdout=True, stderr=True)
+        fetched = (
+            None if on_host else pool.submit(lambda: b"".join(box.get_archive("/logs/verifier")[0]))
+        )
+        (log_dir / "grader.txt").write_bytes(logs.result())
+        if oom.result():
+            raise _oom_error(plan, "grader", log_dir)
+        archive = fetched.result() if fetched is not None else b""
+    files = {}
+    for name in ("reward.json", "report.json", "test-output.txt"):
+        if on_host and folder is not None:
+            data = read_confined(folder, f"verifier/{name}")
+        else:
+            data = read_tar_member(archive, name)
+        if data is not None:
+            (log_dir / name).write_bytes(data)
+            files[name] = data
+    if on_host and folder is not None:
+        copy_confined_tree(folder, "verifier/judge", log_dir / "judge")
+    else:
+        extract_tree(archive, "verifier/judge/", log_dir / "judge")
+    return files
 
 
 def _run_phases(

@@ -135,3 +135,21 @@ def test_a_grader_that_does_not_see_its_folder_grades_through_archives(
     assert [first.reward, second.reward] == [1.0, 1.0], (first.reason, second.reason)
     assert second.duration_sec < 60
     assert not mounts.mounts_usable(client)  # later runs of this client: archive calls only
+
+
+def test_a_patch_graded_before_any_proof_goes_in_as_an_archive(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from packager.images.build import connect
+
+    client = connect()  # a client no run has proven yet
+    plan, _ = run_plan(built, "samples", TASK)
+    gold = (built / "samples" / "tasks" / TASK / "solution" / "gold.patch").read_bytes()
+    assert mounts.mounts_usable(client) and not mounts.mounts_proven(client)
+    # The patch is put into the grader's folder through the engine; the results are read
+    # from the folder.
+    monkeypatch.setattr(containers, "read_tar_member", _refuse("read_tar_member"))
+    run = run_once(client, plan, "patch", tmp_path / "patch", patch=gold)
+    wait_for_removals()
+    assert run.reward == 1.0, run.reason
+    assert (tmp_path / "patch" / "model.patch").read_bytes() == gold
