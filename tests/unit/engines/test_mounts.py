@@ -13,22 +13,13 @@ from typing import Any
 import pytest
 
 from packager.engines import mounts
-from packager.engines.mounts import (
-    copy_confined_tree,
-    mark_shared,
-    mounts_proven,
-    mounts_usable,
-    read_confined,
-    run_folders,
-    write_new,
-)
 
 
 def test_reads_a_regular_file(tmp_path: Path) -> None:
     (tmp_path / "verifier").mkdir()
     (tmp_path / "verifier" / "reward.json").write_bytes(b'{"reward": 1}')
-    assert read_confined(tmp_path, "verifier/reward.json") == b'{"reward": 1}'
-    assert read_confined(tmp_path, "verifier/report.json") is None
+    assert mounts.read_confined(tmp_path, "verifier/reward.json") == b'{"reward": 1}'
+    assert mounts.read_confined(tmp_path, "verifier/report.json") is None
 
 
 def test_never_reads_through_a_symlink(tmp_path: Path) -> None:
@@ -37,18 +28,18 @@ def test_never_reads_through_a_symlink(tmp_path: Path) -> None:
     root = tmp_path / "run"
     (root / "verifier").mkdir(parents=True)
     (root / "verifier" / "reward.json").symlink_to(secret)
-    assert read_confined(root, "verifier/reward.json") is None
+    assert mounts.read_confined(root, "verifier/reward.json") is None
     # A folder on the way that is a link: refused too.
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "model.patch").write_text("from the host")
     (root / "artifacts").symlink_to(tmp_path / "elsewhere")
-    assert read_confined(root, "artifacts/model.patch") is None
-    assert read_confined(root, "../host-secret") is None
+    assert mounts.read_confined(root, "artifacts/model.patch") is None
+    assert mounts.read_confined(root, "../host-secret") is None
 
 
 def test_never_blocks_on_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "reward.json")
-    assert read_confined(tmp_path, "reward.json") is None
+    assert mounts.read_confined(tmp_path, "reward.json") is None
 
 
 def test_copies_a_tree_without_links(tmp_path: Path) -> None:
@@ -58,35 +49,35 @@ def test_copies_a_tree_without_links(tmp_path: Path) -> None:
     (judge / "w1" / "agent.log").write_text("steps")
     (judge / "w1" / "stolen").symlink_to("/etc/hostname")
     (judge / "w2").symlink_to("/etc")
-    copied = copy_confined_tree(root, "verifier/judge", tmp_path / "out")
+    copied = mounts.copy_confined_tree(root, "verifier/judge", tmp_path / "out")
     assert copied == 1
     assert (tmp_path / "out" / "w1" / "agent.log").read_text() == "steps"
     assert not (tmp_path / "out" / "w1" / "stolen").exists()
     assert not (tmp_path / "out" / "w2").exists()
-    assert copy_confined_tree(root, "verifier/missing", tmp_path / "none") == 0
+    assert mounts.copy_confined_tree(root, "verifier/missing", tmp_path / "none") == 0
 
 
 def test_hands_over_into_a_fresh_file_only(tmp_path: Path) -> None:
-    write_new(tmp_path, "artifacts/model.patch", b"diff")
+    mounts.write_new(tmp_path, "artifacts/model.patch", b"diff")
     assert (tmp_path / "artifacts" / "model.patch").read_bytes() == b"diff"
     assert (tmp_path / "artifacts").stat().st_mode & 0o777 == 0o777
     with pytest.raises(FileExistsError):
-        write_new(tmp_path, "artifacts/model.patch", b"again")
+        mounts.write_new(tmp_path, "artifacts/model.patch", b"again")
     (tmp_path / "grade-now").symlink_to(tmp_path / "target")
     with pytest.raises(FileExistsError):
-        write_new(tmp_path, "grade-now", b"")
+        mounts.write_new(tmp_path, "grade-now", b"")
     assert not (tmp_path / "target").exists()
 
 
 def test_folders_are_removed(tmp_path: Path) -> None:
-    with run_folders(True) as folders:
+    with mounts.run_folders(True) as folders:
         assert folders is not None
         (folders.agent / "agent").mkdir()
         (folders.agent / "agent" / "collect.exit").write_text("0")
         root = folders.agent.parent
         assert folders.grader.stat().st_mode & 0o777 == 0o777
     assert not root.exists()
-    with run_folders(False) as none:
+    with mounts.run_folders(False) as none:
         assert none is None
 
 
@@ -104,14 +95,14 @@ class UnixClient:
 def test_only_an_engine_on_this_host_gets_folders(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mounts.os, "geteuid", lambda: 0)
     here = UnixClient(socket.gethostname())
-    assert mounts_usable(here)
-    assert not mounts_usable(UnixClient("another-host"))  # the host's socket in a container
+    assert mounts.mounts_usable(here)
+    assert not mounts.mounts_usable(UnixClient("another-host"))  # the host's socket in a container
     tcp = UnixClient(socket.gethostname())
     tcp.api.base_url = "https://remote:2376"
-    assert not mounts_usable(tcp)
-    assert not mounts_usable(object())  # a fake client: no engine to ask
+    assert not mounts.mounts_usable(tcp)
+    assert not mounts.mounts_usable(object())  # a fake client: no engine to ask
     monkeypatch.setenv(mounts.MOUNTS_ENV, "0")
-    assert not mounts_usable(UnixClient(socket.gethostname()))
+    assert not mounts.mounts_usable(UnixClient(socket.gethostname()))
 
 
 def test_a_run_that_did_not_see_its_folder_turns_folders_off(
@@ -119,19 +110,19 @@ def test_a_run_that_did_not_see_its_folder_turns_folders_off(
 ) -> None:
     monkeypatch.setattr(mounts.os, "geteuid", lambda: 0)
     client = UnixClient(socket.gethostname())
-    assert mounts_usable(client) and not mounts_proven(client)
-    mark_shared(client, True)
-    assert mounts_proven(client)
-    mark_shared(client, False)
-    assert not mounts_usable(client) and not mounts_proven(client)
+    assert mounts.mounts_usable(client) and not mounts.mounts_proven(client)
+    mounts.mark_shared(client, True)
+    assert mounts.mounts_proven(client)
+    mounts.mark_shared(client, False)
+    assert not mounts.mounts_usable(client) and not mounts.mounts_proven(client)
 
 
 def test_a_user_that_cannot_delete_root_files_gets_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mounts.os, "geteuid", lambda: 1000)
-    assert not mounts_usable(UnixClient(socket.gethostname()))
+    assert not mounts.mounts_usable(UnixClient(socket.gethostname()))
     rootless = UnixClient(socket.gethostname())
     rootless.info = lambda: {  # type: ignore[method-assign]
         "Name": socket.gethostname(),
         "SecurityOptions": ["name=seccomp,profile=builtin", "name=rootless"],
     }
-    assert mounts_usable(rootless)
+    assert mounts.mounts_usable(rootless)
