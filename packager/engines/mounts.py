@@ -94,13 +94,41 @@ class RunFolders:
     grader: Path
 
 
+FOLDER_PREFIX = "packager-run-"
+"""Run folders are `<tmp>/packager-run-<pid>-<random>`: a process killed before removing its
+own leaves them, and the next process to make one removes those of dead processes."""
+_SWEPT: list[bool] = []
+
+
+def sweep_stale_folders(tmp: Path | None = None) -> int:
+    """Remove the run folders of processes that no longer exist; how many were removed."""
+    removed = 0
+    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(FOLDER_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive (or another user's): not ours to remove
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    return removed
+
+
 @contextmanager
 def run_folders(enabled: bool) -> Iterator[RunFolders | None]:
     """A run's folders (None when not `enabled`), removed on leaving."""
     if not enabled:
         yield None
         return
-    root = Path(tempfile.mkdtemp(prefix="packager-run-"))
+    if not _SWEPT:
+        _SWEPT.append(True)
+        sweep_stale_folders()
+    root = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
     try:
         folders = RunFolders(root / "agent", root / "grader")
         for path in (folders.agent, folders.grader):

@@ -6,7 +6,9 @@ reads nothing of this host into the run's logs or the patch.
 
 from __future__ import annotations
 
+import os
 import secrets
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +64,8 @@ def test_gold_scores_through_folders_and_through_archives(
     for name in ("reward.json", "report.json", "test-output.txt", "grader.txt"):
         assert (tmp_path / "folders-2" / name).is_file(), name
         assert (tmp_path / "archives" / name).is_file(), name
-    assert not list(Path("/tmp").glob("packager-run-*")), "run folders left behind"
+    left = list(Path(tempfile.gettempdir()).glob(f"{mounts.FOLDER_PREFIX}{os.getpid()}-*"))
+    assert not left, "run folders left behind"
 
 
 def test_links_planted_by_the_agent_read_nothing_of_this_host(

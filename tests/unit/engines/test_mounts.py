@@ -126,3 +126,22 @@ def test_a_user_that_cannot_delete_root_files_gets_none(monkeypatch: pytest.Monk
         "SecurityOptions": ["name=seccomp,profile=builtin", "name=rootless"],
     }
     assert mounts.mounts_usable(rootless)
+
+
+def test_folders_of_dead_processes_are_swept(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"{mounts.FOLDER_PREFIX}{gone.pid}-abc"
+    (dead / "agent" / "agent").mkdir(parents=True)
+    mine = tmp_path / f"{mounts.FOLDER_PREFIX}{os.getpid()}-def"
+    mine.mkdir()
+    alive = tmp_path / f"{mounts.FOLDER_PREFIX}1-ghi"  # init: always alive
+    alive.mkdir()
+    other = tmp_path / "packager-run-notapid"
+    other.mkdir()
+    assert mounts.sweep_stale_folders(tmp_path) == 1
+    assert not dead.exists()
+    assert mine.exists() and alive.exists() and other.exists()
