@@ -141,13 +141,14 @@ def run_folders(enabled: bool) -> Iterator[RunFolders | None]:
 
 def volume(folder: Path | None, solution: Path | None = None) -> dict[str, Any]:
     """The `volumes` argument that mounts `folder` at /logs and `solution` (read-only) at
-    /solution (nothing without either).
+    /solution (nothing without either). Paths are made absolute: the engine takes a relative
+    one for the name of a volume (`--out build` renders the solution under a relative path).
     """
     binds: dict[str, Any] = {}
     if folder is not None:
-        binds[str(folder)] = {"bind": "/logs", "mode": "rw"}
+        binds[os.path.abspath(folder)] = {"bind": "/logs", "mode": "rw"}
     if solution is not None:
-        binds[str(solution)] = {"bind": "/solution", "mode": "ro"}
+        binds[os.path.abspath(solution)] = {"bind": "/solution", "mode": "ro"}
     return {"volumes": binds} if binds else {}
 
 

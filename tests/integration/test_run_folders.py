@@ -156,3 +156,12 @@ def test_a_patch_graded_before_any_proof_goes_in_as_an_archive(
     wait_for_removals()
     assert run.reward == 1.0, run.reason
     assert (tmp_path / "patch" / "model.patch").read_bytes() == gold
+
+
+def test_the_readme_command_with_a_relative_out_folder(docker_client: Any, tmp_path: Path) -> None:
+    # `make package` passes `--out build`: the solution is rendered under a relative path, and
+    # the engine takes a relative bind source for a volume's name (an infra_error once). The
+    # second oracle run of the process is the one that mounts the solution.
+    proc = run_cli("package", TASK, "--out", "build", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verified" in proc.stdout, proc.stdout

@@ -145,3 +145,10 @@ def test_folders_of_dead_processes_are_swept(tmp_path: Path) -> None:
     assert mounts.sweep_stale_folders(tmp_path) == 1
     assert not dead.exists()
     assert mine.exists() and alive.exists() and other.exists()
+
+
+def test_bind_sources_are_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    binds = mounts.volume(Path("run"), Path("build/tasks/t/solution"))["volumes"]
+    assert sorted(binds) == [str(tmp_path / "build/tasks/t/solution"), str(tmp_path / "run")]
+    assert mounts.volume(None) == {}
