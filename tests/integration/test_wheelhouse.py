@@ -127,9 +127,11 @@ def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
         assert re.search(r"uploaded [1-9]\d* wheel", first), first
         # The second ran every pip step from the wheelhouse alone: nothing downloaded or built.
         assert "Running in" in second  # cold, not the engine's cache
-        steps = second.count("packager-pip: the machine wheelhouse first")
-        assert steps == 2, second  # the venv's tools, then the packages
-        assert second.count("installed from the machine wheelhouse alone") == steps, second
+        # The venv's tools by a pip run from the wheelhouse's pip wheel, then the packages.
+        assert "packager-pip: pip from ensurepip" in first, first
+        assert second.count("packager-pip: pip from the machine wheelhouse") == 1, second
+        assert second.count("packager-pip: the machine wheelhouse first") == 1, second
+        assert second.count("installed from the machine wheelhouse alone") == 2, second
         fetched = re.findall(r"Downloading (\S+)", second)  # pip says from where
         host = wheelhouse_host(second)
         assert fetched and all(url.startswith(f"http://{host}/") for url in fetched), fetched
@@ -139,6 +141,16 @@ def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
             remove=True,
         )  # fmt: skip
         assert listing.strip() == b"", listing
+        # Compiled after pip (on every core) as pip would have: each module has its .pyc.
+        compiled = docker_client.containers.run(
+            tags[1], ["sh", "-c", "cd /opt/venv/lib/python3*/site-packages && "
+                      "ls __pycache__/six.* __pycache__/docopt.* pip/__pycache__/__init__.*"],
+            remove=True,
+        ).decode()  # fmt: skip
+        assert compiled.count(".pyc") == 3, compiled
+        assert b"/opt/venv/" in docker_client.containers.run(
+            tags[1], ["pip", "--version"], remove=True
+        )
         assert (
             docker_client.containers.run(
                 tags[1], ["python", "-c", "import docopt, six; print(six.__version__)"], remove=True

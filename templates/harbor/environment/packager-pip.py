@@ -11,6 +11,10 @@
 #   3. else (or if 2 fails) the plain install.
 # Wheels are kept per interpreter and platform (a key this script computes), so a wheel built
 # here is only offered to an identical interpreter on an identical system.
+# `--bootstrap` first (a venv made --without-pip): pip is run from a pip wheel of the wheelhouse
+# to install ARGS, or else put in by ensurepip as `python -m venv` would, then ARGS installed.
+# pip installs with --no-compile and the site-packages are byte-compiled after it on every core
+# (the files and the .pyc files are those pip writes; pip compiles on one core).
 # Runs on every Python a recipe may use: no f-strings, stdlib only.
 # ruff: noqa: T201, UP030, UP032 - printed for the build log; older Pythons
 import hashlib
@@ -64,11 +68,78 @@ def platform_key():
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def pip(*args):
-    command = [sys.executable, "-m", "pip"] + list(args)
+PARALLEL = sys.version_info >= (3, 5)  # compileall's workers
+ELSEWHERE = ("-t", "--target", "--prefix", "--root", "--user")
+
+
+def pip(*args, **kwargs):
+    command = kwargs.get("runner") or [sys.executable, "-m", "pip"]
+    command = command + list(args)
     print("packager-pip: $ " + " ".join(command))
     sys.stdout.flush()
     return subprocess.call(command)
+
+
+def compiles_after(args):
+    """Whether `pip install ARGS` puts its files in this interpreter's site-packages, which
+    compile_site then compiles (an install elsewhere compiles as pip does).
+    """
+    return PARALLEL and not any(a.split("=", 1)[0] in ELSEWHERE for a in args)
+
+
+def compile_site():
+    """Byte-compile this interpreter's site-packages on every core; files compiled before are
+    skipped. A file that does not compile is left as pip leaves it (an error in the log).
+    """
+    import compileall
+
+    paths = sysconfig.get_paths()
+    for folder in sorted(set([paths["purelib"], paths["platlib"]])):
+        if not os.path.isdir(folder):
+            continue
+        try:
+            compileall.compile_dir(folder, maxlevels=1000, quiet=1, workers=0)
+        except Exception as exc:  # no process pool in this container: one core, as pip does
+            print("packager-pip: compiling on one core ({0})".format(exc))
+            compileall.compile_dir(folder, maxlevels=1000, quiet=1)
+
+
+def install(args, runner=None):
+    """`pip install ARGS` (ARGS with pip's options first), compiled on every core after."""
+    if not compiles_after(args):
+        return pip("install", *args, runner=runner)
+    code = pip("install", "--no-compile", *args, runner=runner)
+    if code == 0:
+        compile_site()
+    return code
+
+
+def has_pip():
+    """Whether pip is installed in this interpreter's own site-packages (a venv made with
+    --system-site-packages could import the system's)."""
+    return os.path.isfile(os.path.join(sysconfig.get_paths()["purelib"], "pip", "__init__.py"))
+
+
+def wheelhouse_pip(base):
+    """A pip wheel of the wheelhouse, downloaded to a temporary folder (its newest), or None."""
+    import re
+    from urllib.request import urlopen
+
+    try:
+        page = urlopen(base, timeout=30).read().decode("utf-8", "replace")
+    except Exception:  # the wheelhouse is a cache
+        return None
+    found = re.findall(r'href="(pip-([0-9][0-9.]*)-[^"/]*\.whl)"', page)
+    if not found:
+        return None
+    name = max(found, key=lambda f: [int(p) for p in f[1].split(".") if p.isdigit()])[0]
+    path = os.path.join(tempfile.mkdtemp(prefix="packager-pip-"), name)
+    try:
+        with open(path, "wb") as handle:
+            handle.write(urlopen(base + name, timeout=60).read())
+    except Exception:
+        return None
+    return path
 
 
 def upload(base, folder):
@@ -92,28 +163,48 @@ def upload(base, folder):
 
 
 def main(args):
+    bootstrap = bool(args) and args[0] == "--bootstrap"
+    args = list(args[1:] if bootstrap else args)
     found = wheelhouse()
+    base = links = None
     if found is not None:
         host, port, token = found
         base = "http://{0}:{1}/{2}/{3}/".format(host, port, token, platform_key())
-        links = ("--find-links", base, "--trusted-host", host)  # plain HTTP on the bridge
+        links = ["--find-links", base, "--trusted-host", host]  # plain HTTP on the bridge
+    if bootstrap and not has_pip():
+        wheel = wheelhouse_pip(base) if base else None
+        if wheel is not None:
+            print("packager-pip: pip from the machine wheelhouse")
+            runner = [sys.executable, os.path.join(wheel, "pip")]
+            code = install(["--no-cache-dir", "--no-index"] + links + args, runner=runner)
+            shutil.rmtree(os.path.dirname(wheel), ignore_errors=True)
+            if code == 0:
+                print("packager-pip: installed from the machine wheelhouse alone")
+                return 0
+        if not has_pip():
+            print("packager-pip: pip from ensurepip")
+            code = subprocess.call(
+                [sys.executable, "-Im", "ensurepip", "--upgrade", "--default-pip"]
+            )
+            if code != 0:
+                return code
+    if links is not None:
         print("packager-pip: the machine wheelhouse first")
-        if pip("install", "--no-cache-dir", "--no-index", *(links + tuple(args))) == 0:
+        if install(["--no-cache-dir", "--no-index"] + links + args) == 0:
             print("packager-pip: installed from the machine wheelhouse alone")
             return 0
         built = tempfile.mkdtemp(prefix="packager-wheels-")
         try:
             if (
-                pip("wheel", "--no-cache-dir", "-w", built, *(links + tuple(args))) == 0
-                and pip("install", "--no-cache-dir", "--no-index", "--find-links", built, *args)
-                == 0
+                pip("wheel", "--no-cache-dir", "-w", built, *(links + args)) == 0
+                and install(["--no-cache-dir", "--no-index", "--find-links", built] + args) == 0
             ):
                 upload(base, built)
                 return 0
         finally:
             shutil.rmtree(built, ignore_errors=True)
         print("packager-pip: the wheelhouse route failed; installing as without it")
-    return pip("install", "--no-cache-dir", *args)
+    return install(["--no-cache-dir"] + args)
 
 
 if __name__ == "__main__":

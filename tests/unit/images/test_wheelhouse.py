@@ -86,10 +86,11 @@ def test_the_helper_without_a_wheelhouse_entry_is_the_plain_pip_install(
 ) -> None:
     module = _helper(monkeypatch, "127.0.0.1\tlocalhost\n", tmp_path)
     calls: list[tuple[str, ...]] = []
-    monkeypatch.setattr(module, "pip", lambda *args: calls.append(args) or 0)
+    monkeypatch.setattr(module, "pip", lambda *args, **_: calls.append(args) or 0)
+    monkeypatch.setattr(module, "compile_site", lambda: calls.append(("compile",)))
     assert module.wheelhouse() is None
     assert module.main(["--quiet", "six"]) == 0
-    assert calls == [("install", "--no-cache-dir", "--quiet", "six")]
+    assert calls == [("install", "--no-compile", "--no-cache-dir", "--quiet", "six"), ("compile",)]
 
 
 @pytest.mark.parametrize(
@@ -113,8 +114,9 @@ def test_the_helper_goes_offline_first_then_builds_and_uploads_then_plain(
     calls: list[tuple[str, ...]] = []
     sent: list[str] = []
     returned = iter(codes)
-    monkeypatch.setattr(module, "pip", lambda *args: calls.append(args) or next(returned))
+    monkeypatch.setattr(module, "pip", lambda *args, **_: calls.append(args) or next(returned))
     monkeypatch.setattr(module, "upload", lambda base, folder: sent.append(base))
+    monkeypatch.setattr(module, "compile_site", lambda: None)
     assert module.main(["six"]) == codes[-1]
     assert [c[0] + (" --no-index" if "--no-index" in c else "") for c in calls] == expected
     key = module.platform_key()
@@ -142,7 +144,11 @@ def test_only_a_python_recipe_installing_with_pip_ships_the_helper() -> None:
     assert files[helper].data == HELPER_PATH.read_bytes()
     dockerfile = files[helper.replace(wheelhouse.HELPER, "Dockerfile")].data.decode()
     assert "RUN python /tmp/packager-pip.py six==1.16.0\n" in dockerfile
-    assert "/opt/venv/bin/python /tmp/packager-pip.py --quiet 'pip>=21.3,<25'" in dockerfile
+    assert (
+        "venv --system-site-packages --without-pip /opt/venv && "
+        "/opt/venv/bin/python /tmp/packager-pip.py --bootstrap --quiet 'pip>=21.3,<25'"
+        in dockerfile
+    )
     assert "RUN pip install" not in dockerfile and "-m pip install" not in dockerfile
 
 
@@ -193,3 +199,79 @@ def test_the_helper_uploads_its_wheels_to_the_server(
     assert sorted(p.name for p in stored.iterdir()) == ["docopt-0.6.2-py2.py3-none-any.whl"]
     assert (stored / "docopt-0.6.2-py2.py3-none-any.whl").read_bytes() == b"w" * 100_000
     module.upload(_url(server, f"/{'0' * 32}/{KEY}/"), str(built))  # refused: no raise
+
+
+def _site(monkeypatch: pytest.MonkeyPatch, module: ModuleType, tmp_path: Path) -> Path:
+    site = tmp_path / "site-packages"
+    site.mkdir(exist_ok=True)
+    paths = {"purelib": str(site), "platlib": str(site)}
+    monkeypatch.setattr(module.sysconfig, "get_paths", lambda: paths)
+    return site
+
+
+@pytest.mark.parametrize(
+    ("wheels", "expected"),
+    [
+        # A pip wheel in the wheelhouse: it installs the tools, nothing else runs.
+        (["pip-23.0.1-py3-none-any.whl", "pip-24.3.1-py3-none-any.whl"], ["wheel:pip-24.3.1"]),
+        # None there: ensurepip, as `python -m venv` would, then the offline-first install.
+        ([], ["ensurepip", "module:install --no-index"]),
+    ],
+)
+def test_the_helper_bootstraps_pip_from_the_wheelhouse_or_ensurepip(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    server: Any,
+    wheels: list[str],
+    expected: list[str],
+) -> None:
+    host, port = server.server_address[:2]
+    module = _helper(monkeypatch, f"{host}\tp{port}-{server.token}.packager-wheelhouse.invalid\n",
+                     tmp_path)  # fmt: skip
+    site = _site(monkeypatch, module, tmp_path)
+    key = module.platform_key()
+    (server.root / key).mkdir(parents=True)
+    for name in wheels:
+        (server.root / key / name).write_bytes(name.encode())
+    calls: list[str] = []
+
+    def pip(*args: str, runner: list[str] | None = None) -> int:
+        where = f"wheel:{Path(runner[1]).parent.name[:10]}" if runner else "module"
+        if runner:  # the wheel was downloaded whole, and is still there while pip runs
+            assert Path(runner[1]).parent.read_bytes() == Path(runner[1]).parent.name.encode()
+        calls.append(f"{where}:{args[0]}" + (" --no-index" if "--no-index" in args else ""))
+        return 0
+
+    def ensurepip(command: list[str], **_: Any) -> int:
+        assert command[1:4] == ["-Im", "ensurepip", "--upgrade"]
+        calls.append("ensurepip")
+        (site / "pip").mkdir()
+        (site / "pip" / "__init__.py").write_text("")
+        return 0
+
+    monkeypatch.setattr(module, "pip", pip)
+    monkeypatch.setattr(module.subprocess, "call", ensurepip)
+    monkeypatch.setattr(module, "compile_site", lambda: None)
+    assert module.main(["--bootstrap", "--quiet", "pip>=21.3,<25", "wheel"]) == 0
+    assert [c.replace(":install --no-index", "") for c in calls] == [
+        e.replace(":install --no-index", "") for e in expected
+    ]
+    assert not list(Path(module.tempfile.gettempdir()).glob("packager-pip-*/pip-24*"))
+
+
+def test_the_helper_compiles_what_pip_installed_and_only_into_site_packages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    module = _helper(monkeypatch, "", tmp_path)
+    site = _site(monkeypatch, module, tmp_path)
+    (site / "pkg" / "deep").mkdir(parents=True)
+    (site / "pkg" / "deep" / "mod.py").write_text("X = 1\n")
+    (site / "broken.py").write_text("def (:\n")  # pip only warns of such a file
+    module.compile_site()
+    assert importlib.util.cache_from_source(str(site / "pkg" / "deep" / "mod.py"))
+    assert Path(importlib.util.cache_from_source(str(site / "pkg" / "deep" / "mod.py"))).is_file()
+    assert not Path(importlib.util.cache_from_source(str(site / "broken.py"))).exists()
+    # An install elsewhere (--target, --prefix, --user...) is compiled by pip itself.
+    assert module.compiles_after(["--no-cache-dir", "six"])
+    for elsewhere in (["--target", "x"], ["--target=x"], ["-t", "x"], ["--user"], ["--prefix=/p"]):
+        assert not module.compiles_after(["six", *elsewhere])
