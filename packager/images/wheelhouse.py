@@ -48,6 +48,9 @@ HELPER = "packager-pip.py"
 MAX_WHEEL_BYTES = 2 * 1024**3
 _KEY = re.compile(r"[0-9a-f]{16}")
 _WHEEL = re.compile(r"[A-Za-z0-9_.+!-]+\.whl")
+_COMPILED = re.compile(r"[0-9a-f]{32}\.pycs")
+"""A bundle of the byte code the helper compiled for one installed distribution's modules
+(named by a hash of their sources and where they are installed; never on the links page)."""
 
 
 def wheelhouse_root() -> Path:
@@ -63,7 +66,8 @@ def enabled() -> bool:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """GET /<token>/<key>/ (a links page), GET and PUT /<token>/<key>/<name>.whl."""
+    """GET /<token>/<key>/ (a links page), GET and PUT /<token>/<key>/<name>.whl and
+    /<token>/<key>/<hash>.pycs."""
 
     server: _Server
 
@@ -74,7 +78,10 @@ class _Handler(BaseHTTPRequestHandler):
         parts = self.path.split("?", 1)[0].split("/")
         if len(parts) != 4 or parts[0] or not secrets.compare_digest(parts[1], self.server.token):
             return None
-        if not _KEY.fullmatch(parts[2]) or not (parts[3] == "" or _WHEEL.fullmatch(parts[3])):
+        name = parts[3]
+        if not _KEY.fullmatch(parts[2]) or not (
+            name == "" or _WHEEL.fullmatch(name) or _COMPILED.fullmatch(name)
+        ):
             return None
         return self.server.root / parts[2], parts[3] or None
 

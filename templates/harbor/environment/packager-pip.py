@@ -14,7 +14,9 @@
 # `--bootstrap` first (a venv made --without-pip): pip is run from a pip wheel of the wheelhouse
 # to install ARGS, or else put in by ensurepip as `python -m venv` would, then ARGS installed.
 # pip installs with --no-compile and the site-packages are byte-compiled after it on every core
-# (the files and the .pyc files are those pip writes; pip compiles on one core).
+# (the files and the .pyc files are those pip writes; pip compiles on one core). With the
+# wheelhouse, a distribution's byte code compiled before is reused (checked against the sources'
+# sha256) and what is compiled here is uploaded: see compile_site.
 # Runs on every Python a recipe may use: no f-strings, stdlib only.
 # ruff: noqa: T201, UP030, UP032 - printed for the build log; older Pythons
 import hashlib
@@ -68,7 +70,7 @@ def platform_key():
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-PARALLEL = sys.version_info >= (3, 5)  # compileall's workers
+PARALLEL = sys.version_info >= (3, 7)  # the .pyc header compile_site checks: PEP 552
 ELSEWHERE = ("-t", "--target", "--prefix", "--root", "--user")
 
 
@@ -87,36 +89,223 @@ def compiles_after(args):
     return PARALLEL and not any(a.split("=", 1)[0] in ELSEWHERE for a in args)
 
 
-def compile_site():
-    """Byte-compile this interpreter's site-packages on every core; files compiled before are
-    skipped. A file that does not compile is left as pip leaves it (an error in the log).
+def site_folders():
+    paths = sysconfig.get_paths()
+    return [f for f in sorted(set([paths["purelib"], paths["platlib"]])) if os.path.isdir(f)]
+
+
+def compile_site(base=None, before=None):
+    """Byte-compile what is not yet compiled in this interpreter's site-packages, on every
+    core. A file that does not compile is left as pip leaves it (an error in the log). With the
+    wheelhouse (`base`), the byte code of each distribution whose RECORD is not as `before`
+    (records()) comes from a bundle compiled before where there is one, and is uploaded where
+    not.
+    """
+    missed = []
+    if base and before is not None and REUSE:
+        for record, state in sorted(records().items()):
+            if before.get(record) == state:
+                continue
+            folder = os.path.dirname(os.path.dirname(record))
+            try:
+                if not reuse_compiled(base, folder, record):
+                    missed.append((folder, record))
+            except Exception as exc:  # a cache: compiled below as without it
+                print("packager-pip: no byte code reused for {0} ({1})".format(record, exc))
+    compile_files([s for folder in site_folders() for s in uncompiled(folder)])
+    for folder, record in missed:
+        try:
+            upload_compiled(base, folder, record)
+        except Exception as exc:  # the wheelhouse is a cache: never fail the build for it
+            print("packager-pip: could not upload the byte code of {0}: {1}".format(record, exc))
+
+
+def uncompiled(folder):
+    """The modules under `folder` without the .pyc pip's compile would write for them now
+    (as compileall walks: no symbolic links to folders followed).
+    """
+    import importlib.util
+
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            source = os.path.join(root, name)
+            try:
+                with open(importlib.util.cache_from_source(source), "rb") as handle:
+                    if handle.read(16) == timestamp_header(source):
+                        continue
+            except (OSError, ValueError):
+                pass
+            found.append(source)
+    return found
+
+
+def compile_files(sources):
+    """Compile `sources` as pip does (compileall.compile_file), in a process per core when
+    there are many.
     """
     import compileall
+    import functools
 
-    paths = sysconfig.get_paths()
-    for folder in sorted(set([paths["purelib"], paths["platlib"]])):
-        if not os.path.isdir(folder):
-            continue
+    compile_one = functools.partial(compileall.compile_file, force=True, quiet=1)
+    if len(sources) > 64:
         try:
-            compileall.compile_dir(folder, maxlevels=1000, quiet=1, workers=0)
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor() as pool:
+                list(pool.map(compile_one, sources, chunksize=16))
+            return
         except Exception as exc:  # no process pool in this container: one core, as pip does
             print("packager-pip: compiling on one core ({0})".format(exc))
-            compileall.compile_dir(folder, maxlevels=1000, quiet=1)
+    for source in sources:
+        compile_one(source)
 
 
-def install(args, runner=None):
+def records():
+    """{RECORD file: (mtime, size)} of the distributions installed in site-packages."""
+    found = {}
+    for folder in site_folders():
+        for name in os.listdir(folder):
+            record = os.path.join(folder, name, "RECORD")
+            if name.endswith(".dist-info") and os.path.isfile(record):
+                st = os.stat(record)
+                found[record] = (st.st_mtime_ns, st.st_size)
+    return found
+
+
+# Byte code bundles. A distribution's bundle is named by a hash of this interpreter, where the
+# distribution is installed and its modules' RECORD lines (path, hash, size); each member is a
+# module's path, holding the sha256 of the source it was compiled from and the .pyc without its
+# 16-byte header. A member is used only for a source of that very sha256, under the timestamp
+# header pip's compile would write (this source's mtime and size): the same .pyc.
+REUSE = not os.environ.get("SOURCE_DATE_EPOCH")  # else pip writes hash-based .pyc files
+
+
+def record_modules(record):
+    """The (path, hash, size) RECORD lines of a distribution's modules (paths under its site
+    folder), or None when one has no hash.
+    """
+    import csv
+
+    rows = []
+    with open(record, newline="") as handle:
+        for row in csv.reader(handle):
+            if len(row) < 3 or not row[0].endswith(".py"):
+                continue
+            path = os.path.normpath(row[0])
+            if os.path.isabs(path) or path.startswith(".."):
+                continue
+            if not row[1]:
+                return None
+            rows.append((path, row[1], row[2]))
+    return sorted(rows)
+
+
+def bundle_name(folder, rows):
+    import importlib.util
+
+    words = [sys.version, str(sys.flags.optimize), repr(importlib.util.MAGIC_NUMBER), folder]
+    words += [",".join(row) for row in rows]
+    return hashlib.sha256("\n".join(words).encode()).hexdigest()[:32] + ".pycs"
+
+
+def timestamp_header(source):
+    import importlib.util
+    import struct
+
+    st = os.stat(source)
+    size = struct.pack("<II", int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+    return importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + size
+
+
+def reuse_compiled(base, folder, record):
+    """Write the .pyc files of `record`'s modules from its bundle; False when there is none."""
+    import importlib.util
+    import io
+    import tarfile
+    from urllib.error import HTTPError
+    from urllib.request import urlopen
+
+    rows = record_modules(record)
+    if not rows:
+        return True  # nothing to compile, or no hashes to name a bundle by
+    try:
+        data = urlopen(base + bundle_name(folder, rows), timeout=60).read()
+    except HTTPError as exc:
+        if exc.code == 404:
+            return False
+        raise
+    wanted = set(row[0] for row in rows)
+    with tarfile.open(fileobj=io.BytesIO(data)) as bundle:
+        for member in bundle.getmembers():
+            if not member.isfile() or member.name not in wanted:
+                continue
+            code = bundle.extractfile(member).read()
+            source = os.path.join(folder, member.name)
+            with open(source, "rb") as handle:
+                if hashlib.sha256(handle.read()).digest() != code[:32]:
+                    continue  # another source than the one compiled: compiled below
+            target = importlib.util.cache_from_source(source)
+            if not os.path.isdir(os.path.dirname(target)):
+                os.makedirs(os.path.dirname(target))
+            partial = target + ".packager-part"
+            with open(partial, "wb") as handle:
+                handle.write(timestamp_header(source) + code[32:])
+            os.replace(partial, target)
+    print(
+        "packager-pip: byte code of {0} from the machine wheelhouse".format(
+            os.path.basename(os.path.dirname(record))
+        )
+    )
+    return True
+
+
+def upload_compiled(base, folder, record):
+    """Upload the bundle of the .pyc files compiled for `record`'s modules."""
+    import importlib.util
+    import io
+    import tarfile
+
+    rows = record_modules(record)
+    if not rows:
+        return
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as bundle:
+        for path, _, _ in rows:
+            source = os.path.join(folder, path)
+            try:
+                with open(importlib.util.cache_from_source(source), "rb") as handle:
+                    compiled = handle.read()
+                with open(source, "rb") as handle:
+                    digest = hashlib.sha256(handle.read()).digest()
+            except OSError:
+                continue  # not compiled (a syntax error): compiled, and failing, again later
+            if compiled[:16] != timestamp_header(source):
+                continue
+            info = tarfile.TarInfo(path)
+            info.size = 32 + len(compiled) - 16
+            bundle.addfile(info, io.BytesIO(digest + compiled[16:]))
+    put(base + bundle_name(folder, rows), buffer.getvalue())
+
+
+def install(args, runner=None, base=None):
     """`pip install ARGS` (ARGS with pip's options first), compiled on every core after."""
     if not compiles_after(args):
         return pip("install", *args, runner=runner)
+    before = records()
     code = pip("install", "--no-compile", *args, runner=runner)
     if code == 0:
-        compile_site()
+        compile_site(base, before)
     return code
 
 
 def has_pip():
     """Whether pip is installed in this interpreter's own site-packages (a venv made with
-    --system-site-packages could import the system's)."""
+    --system-site-packages could import the system's).
+    """
     return os.path.isfile(os.path.join(sysconfig.get_paths()["purelib"], "pip", "__init__.py"))
 
 
@@ -142,20 +331,24 @@ def wheelhouse_pip(base):
     return path
 
 
-def upload(base, folder):
+def put(url, data):
+    """PUT `data` (bytes, or an open file) to `url`."""
     from urllib.request import Request, urlopen
 
+    size = len(data) if isinstance(data, bytes) else os.fstat(data.fileno()).st_size
+    request = Request(url, data=data, method="PUT")
+    request.add_header("Content-Length", str(size))
+    urlopen(request, timeout=60).close()
+
+
+def upload(base, folder):
     sent = 0
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".whl"):
             continue
-        path = os.path.join(folder, name)
         try:
-            with open(path, "rb") as handle:  # streamed: a wheel can be large
-                size = str(os.path.getsize(path))
-                request = Request(base + name, data=handle, method="PUT")
-                request.add_header("Content-Length", size)
-                urlopen(request, timeout=60).close()
+            with open(os.path.join(folder, name), "rb") as handle:  # streamed: can be large
+                put(base + name, handle)
             sent += 1
         except Exception as exc:  # the wheelhouse is a cache: never fail the build for it
             print("packager-pip: could not upload {0}: {1}".format(name, exc))
@@ -176,7 +369,9 @@ def main(args):
         if wheel is not None:
             print("packager-pip: pip from the machine wheelhouse")
             runner = [sys.executable, os.path.join(wheel, "pip")]
-            code = install(["--no-cache-dir", "--no-index"] + links + args, runner=runner)
+            code = install(
+                ["--no-cache-dir", "--no-index"] + links + args, runner=runner, base=base
+            )
             shutil.rmtree(os.path.dirname(wheel), ignore_errors=True)
             if code == 0:
                 print("packager-pip: installed from the machine wheelhouse alone")
@@ -190,14 +385,17 @@ def main(args):
                 return code
     if links is not None:
         print("packager-pip: the machine wheelhouse first")
-        if install(["--no-cache-dir", "--no-index"] + links + args) == 0:
+        if install(["--no-cache-dir", "--no-index"] + links + args, base=base) == 0:
             print("packager-pip: installed from the machine wheelhouse alone")
             return 0
         built = tempfile.mkdtemp(prefix="packager-wheels-")
         try:
             if (
                 pip("wheel", "--no-cache-dir", "-w", built, *(links + args)) == 0
-                and install(["--no-cache-dir", "--no-index", "--find-links", built] + args) == 0
+                and install(
+                    ["--no-cache-dir", "--no-index", "--find-links", built] + args, base=base
+                )
+                == 0
             ):
                 upload(base, built)
                 return 0

@@ -66,6 +66,15 @@ def test_the_server_keeps_uploaded_wheels_per_key_behind_its_token(server: Any) 
     assert _status(_url(server, f"/{server.token}/{KEY}/setup.py"), b"x") == 403
     assert _status(_url(server, f"/{server.token}/{KEY}/..%2fx.whl"), b"x") == 403
     assert sorted(p.name for p in (server.root / KEY).iterdir()) == ["six-1.0-py3-none-any.whl"]
+    # Byte code bundles: named by a hash, kept, served, never on the links page.
+    bundle = f"{'ab' * 16}.pycs"
+    assert _status(_url(server, f"/{server.token}/{KEY}/{bundle}"), b"code") == 201
+    assert _status(_url(server, f"/{server.token}/{KEY}/x.pycs"), b"code") == 403
+    assert _status(_url(server, f"/{server.token}/{KEY}/{'AB' * 16}.pycs"), b"code") == 403
+    with urllib.request.urlopen(_url(server, f"/{server.token}/{KEY}/{bundle}")) as reply:
+        assert reply.read() == b"code"
+    with urllib.request.urlopen(_url(server, f"/{server.token}/{KEY}/")) as reply:
+        assert b"pycs" not in reply.read()
 
 
 def _helper(monkeypatch: pytest.MonkeyPatch, hosts: str, tmp_path: Path) -> ModuleType:
@@ -87,7 +96,7 @@ def test_the_helper_without_a_wheelhouse_entry_is_the_plain_pip_install(
     module = _helper(monkeypatch, "127.0.0.1\tlocalhost\n", tmp_path)
     calls: list[tuple[str, ...]] = []
     monkeypatch.setattr(module, "pip", lambda *args, **_: calls.append(args) or 0)
-    monkeypatch.setattr(module, "compile_site", lambda: calls.append(("compile",)))
+    monkeypatch.setattr(module, "compile_site", lambda *_: calls.append(("compile",)))
     assert module.wheelhouse() is None
     assert module.main(["--quiet", "six"]) == 0
     assert calls == [("install", "--no-compile", "--no-cache-dir", "--quiet", "six"), ("compile",)]
@@ -116,7 +125,7 @@ def test_the_helper_goes_offline_first_then_builds_and_uploads_then_plain(
     returned = iter(codes)
     monkeypatch.setattr(module, "pip", lambda *args, **_: calls.append(args) or next(returned))
     monkeypatch.setattr(module, "upload", lambda base, folder: sent.append(base))
-    monkeypatch.setattr(module, "compile_site", lambda: None)
+    monkeypatch.setattr(module, "compile_site", lambda *_: None)
     assert module.main(["six"]) == codes[-1]
     assert [c[0] + (" --no-index" if "--no-index" in c else "") for c in calls] == expected
     key = module.platform_key()
@@ -251,7 +260,7 @@ def test_the_helper_bootstraps_pip_from_the_wheelhouse_or_ensurepip(
 
     monkeypatch.setattr(module, "pip", pip)
     monkeypatch.setattr(module.subprocess, "call", ensurepip)
-    monkeypatch.setattr(module, "compile_site", lambda: None)
+    monkeypatch.setattr(module, "compile_site", lambda *_: None)
     assert module.main(["--bootstrap", "--quiet", "pip>=21.3,<25", "wheel"]) == 0
     assert [c.replace(":install --no-index", "") for c in calls] == [
         e.replace(":install --no-index", "") for e in expected
@@ -275,3 +284,79 @@ def test_the_helper_compiles_what_pip_installed_and_only_into_site_packages(
     assert module.compiles_after(["--no-cache-dir", "six"])
     for elsewhere in (["--target", "x"], ["--target=x"], ["-t", "x"], ["--user"], ["--prefix=/p"]):
         assert not module.compiles_after(["six", *elsewhere])
+
+
+def _dist(site: Path, modules: dict[str, str]) -> Path:
+    import base64
+    import hashlib
+
+    lines = []
+    for rel, text in modules.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        lines.append(f"{rel},sha256={digest.decode()},{len(text)}")
+    info = site / "demo-1.0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "RECORD").write_text("\n".join([*lines, "demo-1.0.dist-info/RECORD,,"]) + "\n")
+    return info / "RECORD"
+
+
+def _value(pyc: Path) -> Any:
+    import marshal
+
+    scope: dict[str, Any] = {}
+    exec(marshal.loads(pyc.read_bytes()[16:]), scope)  # noqa: S102 - the test's own module
+    return scope["X"]
+
+
+def test_byte_code_compiled_once_is_reused_only_for_the_same_source(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: Any
+) -> None:
+    import os
+    import py_compile
+    import time
+
+    module = _helper(monkeypatch, "", tmp_path)
+    site = _site(monkeypatch, module, tmp_path)
+    base = _url(server, f"/{server.token}/{KEY}/")
+    modules = {"demo/__init__.py": "X = 1\n", "demo/sub/deep.py": "X = 2\n", "bad.py": "def (:\n"}
+    record = _dist(site, modules)
+    pycs = {rel: Path(importlib.util.cache_from_source(str(site / rel))) for rel in modules}
+    module.compile_site(base, {})  # a miss: compiled here, then uploaded
+    bundles = list((server.root / KEY).glob("*.pycs"))
+    assert len(bundles) == 1 and bundles[0].name == module.bundle_name(
+        str(site), module.record_modules(str(record))
+    )
+    assert not pycs["bad.py"].exists() and _value(pycs["demo/sub/deep.py"]) == 2
+    # A fresh install of the same distribution: new mtimes, no .pyc; nothing is compiled.
+    for pyc in pycs.values():
+        pyc.unlink(missing_ok=True)
+    later = time.time() + 100
+    for rel in modules:
+        os.utime(site / rel, (later, later))
+    (site / "demo" / "sub" / "deep.py").write_text("X = 3\n")  # but one source is another
+    compiled: list[str] = []
+    real = py_compile.compile
+    monkeypatch.setattr(
+        py_compile, "compile", lambda f, *a, **k: compiled.append(f) or real(f, *a, **k)
+    )
+    module.compile_site(base, {})
+    assert _value(pycs["demo/__init__.py"]) == 1 and _value(pycs["demo/sub/deep.py"]) == 3
+    header = module.timestamp_header(str(site / "demo" / "__init__.py"))
+    assert pycs["demo/__init__.py"].read_bytes()[:16] == header  # valid for this source
+    assert sorted(Path(f).name for f in compiled) == ["bad.py", "deep.py"]
+    # With its bundle gone, or without the wheelhouse, everything still compiles.
+    for bundle in bundles:
+        bundle.unlink()
+    for where in (base, None):
+        pycs["demo/__init__.py"].unlink()
+        module.compile_site(where, {})
+        assert _value(pycs["demo/__init__.py"]) == 1
+    # Only a distribution pip changed is looked up: nothing is fetched for one as it was.
+    looked: list[str] = []
+    monkeypatch.setattr(module, "reuse_compiled", lambda *a: looked.append(a[-1]) or True)
+    module.compile_site(base, module.records())
+    assert looked == []
+    module.compile_site(base, {})
+    assert looked == [str(record)]
