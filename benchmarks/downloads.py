@@ -9,11 +9,13 @@ environment image is removed between builds, its layers with it). Per round, in 
 
 - plain: the wheelhouse off (PACKAGER_WHEELHOUSE=0), as before it existed;
 - first: an empty machine wheelhouse (a fresh PACKAGER_CACHE): downloads, builds, uploads;
-- second: the same wheelhouse, now full: nothing downloaded or built.
+- second: the same wheelhouse, now full: nothing downloaded, built or byte-compiled (pip is
+  run from the wheelhouse's pip wheel, the byte code comes from the first build's bundles).
 
 Prints seconds per build, the ratios first/second and plain/second (target >= 2x), and which
-builds installed from the wheelhouse alone. Needs the engine and the host's CA bundle (pip in
-the build reaches the index the image is configured for). Removes only the images it tagged.
+builds installed from the wheelhouse alone and how many distributions' byte code each took
+from it. Needs the engine and the host's CA bundle (pip in the build reaches the index the
+image is configured for). Removes only the images it tagged.
 
     python benchmarks/downloads.py [--rounds N]
 """
@@ -126,11 +128,13 @@ def main() -> int:
                 row[name] = _build(client, context, args, bases, log)
                 alone = log.read_text().count("installed from the machine wheelhouse alone")
                 row[f"{name}_alone"] = alone
+                row[f"{name}_code"] = log.read_text().count("packager-pip: byte code of ")
             rows.append(row)
             print(f"{i + 1:>5} {row['plain']:>7.1f}s {row['first']:>7.1f}s {row['second']:>7.1f}s "
                   f"{row['first'] / row['second']:>9.2f}x {row['plain'] / row['second']:>9.2f}x"
                   f"   (pip steps from the wheelhouse alone: first {row['first_alone']:.0f}, "
-                  f"second {row['second_alone']:.0f} of 2)")  # fmt: skip
+                  f"second {row['second_alone']:.0f} of 2; byte code reused: "
+                  f"{row['first_code']:.0f}, {row['second_code']:.0f})")  # fmt: skip
         first = statistics.median(r["first"] / r["second"] for r in rows)
         plain = statistics.median(r["plain"] / r["second"] for r in rows)
         print(f"median first/second {first:.2f}x, plain/second {plain:.2f}x (target >= 2x)")
