@@ -67,7 +67,8 @@ def enabled() -> bool:
 
 class _Handler(BaseHTTPRequestHandler):
     """GET /<token>/<key>/ (a links page), GET and PUT /<token>/<key>/<name>.whl and
-    /<token>/<key>/<hash>.pycs."""
+    /<token>/<key>/<hash>.pycs.
+    """
 
     server: _Server
 

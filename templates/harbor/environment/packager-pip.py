@@ -13,8 +13,8 @@
 # here is only offered to an identical interpreter on an identical system.
 # `--bootstrap` first (a venv made --without-pip): pip is run from a pip wheel of the wheelhouse
 # to install ARGS, or else put in by ensurepip as `python -m venv` would, then ARGS installed.
-# pip installs with --no-compile and the site-packages are byte-compiled after it on every core
-# (the files and the .pyc files are those pip writes; pip compiles on one core). With the
+# pip installs with --no-compile and the modules it installed are byte-compiled after it on
+# every core (the files and the .pyc files are those pip writes; pip compiles on one core). With the
 # wheelhouse, a distribution's byte code compiled before is reused (checked against the sources'
 # sha256) and what is compiled here is uploaded: see compile_site.
 # Runs on every Python a recipe may use: no f-strings, stdlib only.
@@ -95,24 +95,29 @@ def site_folders():
 
 
 def compile_site(base=None, before=None):
-    """Byte-compile what is not yet compiled in this interpreter's site-packages, on every
-    core. A file that does not compile is left as pip leaves it (an error in the log). With the
-    wheelhouse (`base`), the byte code of each distribution whose RECORD is not as `before`
-    (records()) comes from a bundle compiled before where there is one, and is uploaded where
-    not.
+    """Byte-compile, on every core, the modules of the distributions whose RECORD is not as
+    `before` (records() before pip ran), or all of site-packages without it; what is compiled
+    already is skipped, and a file that does not compile is left as pip leaves it (an error in
+    the log). With the wheelhouse (`base`), a distribution's byte code comes from a bundle
+    compiled before where there is one, and is uploaded where not.
     """
     missed = []
-    if base and before is not None and REUSE:
-        for record, state in sorted(records().items()):
-            if before.get(record) == state:
-                continue
+    if before is None:  # all of site-packages
+        sources = [s for folder in site_folders() for s in modules_under(folder)]
+    else:  # the modules of what pip installed, as pip compiles
+        changed = [r for r, state in sorted(records().items()) if before.get(r) != state]
+        sources = []
+        for record in changed:
             folder = os.path.dirname(os.path.dirname(record))
+            sources += [os.path.join(folder, row[0]) for row in record_lines(record)]
+            if not base or not REUSE:
+                continue
             try:
                 if not reuse_compiled(base, folder, record):
                     missed.append((folder, record))
             except Exception as exc:  # a cache: compiled below as without it
                 print("packager-pip: no byte code reused for {0} ({1})".format(record, exc))
-    compile_files([s for folder in site_folders() for s in uncompiled(folder)])
+    compile_files([s for s in sources if os.path.isfile(s) and not compiled(s)])
     for folder, record in missed:
         try:
             upload_compiled(base, folder, record)
@@ -120,27 +125,24 @@ def compile_site(base=None, before=None):
             print("packager-pip: could not upload the byte code of {0}: {1}".format(record, exc))
 
 
-def uncompiled(folder):
-    """The modules under `folder` without the .pyc pip's compile would write for them now
-    (as compileall walks: no symbolic links to folders followed).
-    """
-    import importlib.util
-
+def modules_under(folder):
+    """The modules under `folder`, as compileall walks it (no link to a folder followed)."""
     found = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            source = os.path.join(root, name)
-            try:
-                with open(importlib.util.cache_from_source(source), "rb") as handle:
-                    if handle.read(16) == timestamp_header(source):
-                        continue
-            except (OSError, ValueError):
-                pass
-            found.append(source)
+        found += [os.path.join(root, name) for name in sorted(files) if name.endswith(".py")]
     return found
+
+
+def compiled(source):
+    """Whether `source` has the .pyc pip's compile would write for it now."""
+    import importlib.util
+
+    try:
+        with open(importlib.util.cache_from_source(source), "rb") as handle:
+            return handle.read(16) == timestamp_header(source)
+    except (OSError, ValueError):
+        return False
 
 
 def compile_files(sources):
@@ -184,9 +186,9 @@ def records():
 REUSE = not os.environ.get("SOURCE_DATE_EPOCH")  # else pip writes hash-based .pyc files
 
 
-def record_modules(record):
+def record_lines(record):
     """The (path, hash, size) RECORD lines of a distribution's modules (paths under its site
-    folder), or None when one has no hash.
+    folder; the hash may be empty).
     """
     import csv
 
@@ -196,12 +198,15 @@ def record_modules(record):
             if len(row) < 3 or not row[0].endswith(".py"):
                 continue
             path = os.path.normpath(row[0])
-            if os.path.isabs(path) or path.startswith(".."):
-                continue
-            if not row[1]:
-                return None
-            rows.append((path, row[1], row[2]))
+            if not os.path.isabs(path) and not path.startswith(".."):
+                rows.append((path, row[1], row[2]))
     return sorted(rows)
+
+
+def record_modules(record):
+    """record_lines, or None when a line has no hash (no bundle is named by it)."""
+    rows = record_lines(record)
+    return None if any(not row[1] for row in rows) else rows
 
 
 def bundle_name(folder, rows):

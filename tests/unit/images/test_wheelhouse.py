@@ -323,7 +323,9 @@ def test_byte_code_compiled_once_is_reused_only_for_the_same_source(
     modules = {"demo/__init__.py": "X = 1\n", "demo/sub/deep.py": "X = 2\n", "bad.py": "def (:\n"}
     record = _dist(site, modules)
     pycs = {rel: Path(importlib.util.cache_from_source(str(site / rel))) for rel in modules}
+    (site / "other.py").write_text("X = 0\n")  # in no distribution pip changed
     module.compile_site(base, {})  # a miss: compiled here, then uploaded
+    assert not Path(importlib.util.cache_from_source(str(site / "other.py"))).exists()
     bundles = list((server.root / KEY).glob("*.pycs"))
     assert len(bundles) == 1 and bundles[0].name == module.bundle_name(
         str(site), module.record_modules(str(record))
