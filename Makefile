@@ -53,8 +53,8 @@ test: install docker harbor hud registry
 	$(BIN)/python -m pytest $(ARGS)
 
 lint: install
-	$(BIN)/ruff check packager tests benchmarks
-	$(BIN)/ruff format --check packager tests benchmarks
+	$(BIN)/ruff check packager tests benchmarks templates
+	$(BIN)/ruff format --check packager tests benchmarks templates
 
 typecheck: install
 	$(BIN)/mypy packager
