@@ -14,9 +14,9 @@
 # `--bootstrap` first (a venv made --without-pip): pip is run from a pip wheel of the wheelhouse
 # to install ARGS, or else put in by ensurepip as `python -m venv` would, then ARGS installed.
 # pip installs with --no-compile and the modules it installed are byte-compiled after it on
-# every core (the files and the .pyc files are those pip writes; pip compiles on one core). With the
-# wheelhouse, a distribution's byte code compiled before is reused (checked against the sources'
-# sha256) and what is compiled here is uploaded: see compile_site.
+# every core (the files and the .pyc files are those pip writes; pip compiles on one core).
+# With the wheelhouse, a distribution's byte code compiled before is reused (checked against
+# the sources' sha256) and what is compiled here is uploaded: see compile_site.
 # Runs on every Python a recipe may use: no f-strings, stdlib only.
 # ruff: noqa: T201, UP030, UP032 - printed for the build log; older Pythons
 import hashlib
@@ -302,8 +302,8 @@ def install(args, runner=None, base=None):
         return pip("install", *args, runner=runner)
     before = records()
     code = pip("install", "--no-compile", *args, runner=runner)
-    if code == 0:
-        compile_site(base, before)
+    # Even after a failure: what it did install stays, and the next attempt leaves it be.
+    compile_site(base, before)
     return code
 
 
@@ -332,6 +332,7 @@ def wheelhouse_pip(base):
         with open(path, "wb") as handle:
             handle.write(urlopen(base + name, timeout=60).read())
     except Exception:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         return None
     return path
 

@@ -362,3 +362,21 @@ def test_byte_code_compiled_once_is_reused_only_for_the_same_source(
     assert looked == []
     module.compile_site(base, {})
     assert looked == [str(record)]
+
+
+def test_what_a_failed_pip_installed_is_compiled_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # pip can fail after installing part of a step; the helper's next attempt finds those
+    # distributions satisfied and leaves them be, so they are compiled now or never.
+    module = _helper(monkeypatch, "", tmp_path)
+    site = _site(monkeypatch, module, tmp_path)
+
+    def half_install(*args: str, **_: Any) -> int:
+        assert "--no-compile" in args
+        _dist(site, {"half/__init__.py": "X = 4\n"})
+        return 1
+
+    monkeypatch.setattr(module, "pip", half_install)
+    assert module.install(["--no-cache-dir", "half"]) == 1
+    assert _value(Path(importlib.util.cache_from_source(str(site / "half" / "__init__.py")))) == 4
