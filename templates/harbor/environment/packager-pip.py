@@ -12,7 +12,9 @@
 # Wheels are kept per interpreter and platform (a key this script computes), so a wheel built
 # here is only offered to an identical interpreter on an identical system.
 # `--bootstrap` first (a venv made --without-pip): pip is run from a pip wheel of the wheelhouse
-# to install ARGS, or else put in by ensurepip as `python -m venv` would, then ARGS installed.
+# (unpacked, with the byte code compiled for it before) to install ARGS, or else put in by
+# ensurepip as `python -m venv` would, then ARGS installed; ARGS (the venv's tools) are
+# upgraded to the newest of their ranges either way, so the venv ends the same.
 # pip installs with --no-compile and the modules it installed are byte-compiled after it on
 # every core (the files and the .pyc files are those pip writes; pip compiles on one core).
 # With the wheelhouse, a distribution's byte code compiled before is reused (checked against
@@ -226,8 +228,11 @@ def timestamp_header(source):
     return importlib.util.MAGIC_NUMBER + b"\0\0\0\0" + size
 
 
-def reuse_compiled(base, folder, record):
-    """Write the .pyc files of `record`'s modules from its bundle; False when there is none."""
+def reuse_compiled(base, folder, record, root=None):
+    """Write the .pyc files of `record`'s modules (installed in `folder`) from its bundle;
+    False when there is none. `root`: the modules are under it instead (the same files, as a
+    wheel unpacked elsewhere holds them).
+    """
     import importlib.util
     import io
     import tarfile
@@ -249,7 +254,7 @@ def reuse_compiled(base, folder, record):
             if not member.isfile() or member.name not in wanted:
                 continue
             code = bundle.extractfile(member).read()
-            source = os.path.join(folder, member.name)
+            source = os.path.join(root or folder, member.name)
             with open(source, "rb") as handle:
                 if hashlib.sha256(handle.read()).digest() != code[:32]:
                     continue  # another source than the one compiled: compiled below
@@ -315,7 +320,7 @@ def has_pip():
 
 
 def wheelhouse_pip(base):
-    """A pip wheel of the wheelhouse, downloaded to a temporary folder (its newest), or None."""
+    """The newest pip wheel of the wheelhouse, downloaded to a temporary folder, or None."""
     import re
     from urllib.request import urlopen
 
@@ -335,6 +340,37 @@ def wheelhouse_pip(base):
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         return None
     return path
+
+
+def unpacked(base, wheel):
+    """`wheel` (a pip wheel) unpacked beside it, its modules given the byte code an earlier
+    bootstrap compiled for pip installed in this interpreter's site-packages (the same sources);
+    what to run pip from: that folder, or the wheel itself when it does not unpack. Run from a
+    zip, or from sources without byte code, pip compiles every module it imports (about a
+    second) before it installs anything.
+    """
+    import zipfile
+
+    folder = os.path.join(os.path.dirname(wheel), "unpacked")
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(folder)  # names with a root or `..` are kept inside `folder`
+    except Exception as exc:  # run from the zip, as ensurepip does
+        print("packager-pip: running pip from its wheel ({0})".format(exc))
+        return wheel
+    records = [
+        os.path.join(folder, name, "RECORD")
+        for name in os.listdir(folder)
+        if name.endswith(".dist-info") and os.path.isfile(os.path.join(folder, name, "RECORD"))
+    ]
+    if PARALLEL and REUSE and len(records) == 1:  # the bundles compile_site uploads
+        try:
+            reuse_compiled(base, sysconfig.get_paths()["purelib"], records[0], root=folder)
+        except Exception as exc:  # a cache: pip compiles what it imports, as without it
+            print("packager-pip: no byte code reused for pip ({0})".format(exc))
+    for record in records:  # on sys.path, pip would take itself for installed and keep out
+        shutil.rmtree(os.path.dirname(record))
+    return folder
 
 
 def put(url, data):
@@ -364,6 +400,9 @@ def upload(base, folder):
 def main(args):
     bootstrap = bool(args) and args[0] == "--bootstrap"
     args = list(args[1:] if bootstrap else args)
+    # The venv's tools are upgraded to the newest of their ranges: a venv gets the same pip
+    # from ensurepip's (older) pip as from the wheelhouse's, wherever it is built.
+    upgrade = ["--upgrade"] if bootstrap else []
     found = wheelhouse()
     base = links = None
     if found is not None:
@@ -374,12 +413,12 @@ def main(args):
         wheel = wheelhouse_pip(base) if base else None
         if wheel is not None:
             print("packager-pip: pip from the machine wheelhouse")
-            runner = [sys.executable, os.path.join(wheel, "pip")]
+            runner = [sys.executable, os.path.join(unpacked(base, wheel), "pip")]
             code = install(
-                ["--no-cache-dir", "--no-index"] + links + args, runner=runner, base=base
+                ["--no-cache-dir", "--no-index"] + links + upgrade + args, runner=runner, base=base
             )
             shutil.rmtree(os.path.dirname(wheel), ignore_errors=True)
-            if code == 0:
+            if code == 0 and has_pip():
                 print("packager-pip: installed from the machine wheelhouse alone")
                 return 0
         if not has_pip():
@@ -391,7 +430,7 @@ def main(args):
                 return code
     if links is not None:
         print("packager-pip: the machine wheelhouse first")
-        if install(["--no-cache-dir", "--no-index"] + links + args, base=base) == 0:
+        if install(["--no-cache-dir", "--no-index"] + links + upgrade + args, base=base) == 0:
             print("packager-pip: installed from the machine wheelhouse alone")
             return 0
         built = tempfile.mkdtemp(prefix="packager-wheels-")
@@ -399,7 +438,8 @@ def main(args):
             if (
                 pip("wheel", "--no-cache-dir", "-w", built, *(links + args)) == 0
                 and install(
-                    ["--no-cache-dir", "--no-index", "--find-links", built] + args, base=base
+                    ["--no-cache-dir", "--no-index", "--find-links", built] + upgrade + args,
+                    base=base,
                 )
                 == 0
             ):
@@ -408,7 +448,7 @@ def main(args):
         finally:
             shutil.rmtree(built, ignore_errors=True)
         print("packager-pip: the wheelhouse route failed; installing as without it")
-    return install(["--no-cache-dir"] + args)
+    return install(["--no-cache-dir"] + upgrade + args)
 
 
 if __name__ == "__main__":

@@ -248,6 +248,8 @@ def test_the_helper_bootstraps_pip_from_the_wheelhouse_or_ensurepip(
         where = f"wheel:{Path(runner[1]).parent.name[:10]}" if runner else "module"
         if runner:  # the wheel was downloaded whole, and is still there while pip runs
             assert Path(runner[1]).parent.read_bytes() == Path(runner[1]).parent.name.encode()
+            (site / "pip").mkdir()  # it installs pip: the helper checks that it did
+            (site / "pip" / "__init__.py").write_text("")
         calls.append(f"{where}:{args[0]}" + (" --no-index" if "--no-index" in args else ""))
         return 0
 
@@ -362,6 +364,50 @@ def test_byte_code_compiled_once_is_reused_only_for_the_same_source(
     assert looked == []
     module.compile_site(base, {})
     assert looked == [str(record)]
+
+
+def test_pip_bootstraps_from_its_wheel_unpacked_with_the_byte_code_compiled_before(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: Any
+) -> None:
+    import zipfile
+
+    module = _helper(monkeypatch, "", tmp_path)
+    site = _site(monkeypatch, module, tmp_path)
+    base = _url(server, f"/{server.token}/{KEY}/")
+    modules = {"pip/__init__.py": "X = 5\n", "pip/__main__.py": "X = 6\n"}
+    record = _dist(site, modules)  # pip as an earlier bootstrap installed it, then compiled
+    module.compile_site(base, {})
+    wheel = tmp_path / "dl" / "pip-24.3.1-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for rel in modules:
+            archive.write(site / rel, rel)
+        archive.write(record, "demo-1.0.dist-info/RECORD")
+        archive.writestr("../outside.py", "X = 0\n")
+    folder = Path(module.unpacked(base, str(wheel)))
+    assert folder.parent == wheel.parent and (folder / "pip" / "__main__.py").is_file()
+    # Its metadata is not kept: pip on sys.path beside it would take itself for installed.
+    assert not list(folder.glob("*.dist-info"))
+    assert not (tmp_path / "outside.py").exists()
+    for rel in modules:  # the bundle's code, under a header valid for the unpacked source
+        pyc = Path(importlib.util.cache_from_source(str(folder / rel)))
+        assert pyc.read_bytes()[:16] == module.timestamp_header(str(folder / rel))
+        assert _value(pyc) == int(modules[rel][4])
+    # No bundle for it: pip runs from the unpacked sources; not a zip: from the wheel itself.
+    for bundle in (server.root / KEY).glob("*.pycs"):
+        bundle.unlink()
+    other = tmp_path / "dl2" / wheel.name
+    other.parent.mkdir()
+    other.write_bytes(wheel.read_bytes())
+    folder = Path(module.unpacked(base, str(other)))
+    assert (folder / "pip" / "__init__.py").is_file() and not (
+        folder / "pip" / "__pycache__"
+    ).exists()
+    (tmp_path / "dl3").mkdir()
+    (tmp_path / "dl3" / wheel.name).write_bytes(b"not a zip")
+    assert module.unpacked(base, str(tmp_path / "dl3" / wheel.name)) == str(
+        tmp_path / "dl3" / wheel.name
+    )
 
 
 def test_what_a_failed_pip_installed_is_compiled_too(
