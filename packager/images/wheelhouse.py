@@ -13,7 +13,8 @@ first, then builds what is missing (from the index) and uploads those wheels.
 
 Responsible for: the folder (one subfolder per interpreter and platform key the helper
 computes), the server (a random token in every path, so containers not started by a build of
-this process can neither read nor write; uploads land atomically), the build's host entry.
+this process can neither read nor write; uploads land atomically, and a name stored once is
+never replaced), the build's host entry.
 Must not: name an index (pip inside the build uses the image's own configuration), put a wheel
 into a build context, or fail a build when the wheelhouse cannot be served (no entry, then).
 Set PACKAGER_WHEELHOUSE=0 to build without it.
@@ -117,13 +118,25 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_PUT(self) -> None:  # noqa: N802 - http.server's name
+        """Store an upload under a name not stored yet; a name stored already is kept as it
+        was first uploaded (409), even when two uploads race: a later build step (which may
+        run any repository's setup code) cannot replace a wheel or byte code that other
+        builds install.
+        """
         target = self._target()
         size = int(self.headers.get("Content-Length") or -1)
         if target is None or target[1] is None or not 0 < size <= MAX_WHEEL_BYTES:
             return self._reply(403)
         folder, name = target
+        if (folder / str(name)).exists():
+            while size > 0:  # read it all: an unread upload would reset the connection
+                chunk = self.rfile.read(min(size, 1 << 20))
+                if not chunk:
+                    break
+                size -= len(chunk)
+            return self._reply(409)
         folder.mkdir(parents=True, exist_ok=True)
-        # Written aside, then renamed: a reader never sees half a wheel (names starting with
+        # Written aside, then linked in: a reader never sees half a wheel (names starting with
         # a dot are no wheel to the links page).
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".up-", delete=False) as handle:
             remaining = size
@@ -133,10 +146,14 @@ class _Handler(BaseHTTPRequestHandler):
                     break
                 handle.write(chunk)
                 remaining -= len(chunk)
-        if remaining:
+        try:
+            if remaining:
+                return self._reply(400)
+            os.link(handle.name, folder / str(name))  # fails when the name exists: atomic
+        except FileExistsError:
+            return self._reply(409)
+        finally:
             os.unlink(handle.name)
-            return self._reply(400)
-        os.replace(handle.name, folder / str(name))
         self._reply(201)
 
 

@@ -374,27 +374,42 @@ def unpacked(base, wheel):
 
 
 def put(url, data):
-    """PUT `data` (bytes, or an open file) to `url`."""
+    """PUT `data` (bytes, or an open file) to `url`; False when the wheelhouse has that name
+    already (it keeps what was uploaded first).
+    """
+    from urllib.error import HTTPError
     from urllib.request import Request, urlopen
 
     size = len(data) if isinstance(data, bytes) else os.fstat(data.fileno()).st_size
     request = Request(url, data=data, method="PUT")
     request.add_header("Content-Length", str(size))
-    urlopen(request, timeout=60).close()
+    try:
+        urlopen(request, timeout=60).close()
+    except HTTPError as exc:
+        if exc.code == 409:
+            return False
+        raise
+    return True
 
 
 def upload(base, folder):
-    sent = 0
+    sent = kept = 0
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".whl"):
             continue
         try:
             with open(os.path.join(folder, name), "rb") as handle:  # streamed: can be large
-                put(base + name, handle)
-            sent += 1
+                if put(base + name, handle):
+                    sent += 1
+                else:
+                    kept += 1
         except Exception as exc:  # the wheelhouse is a cache: never fail the build for it
             print("packager-pip: could not upload {0}: {1}".format(name, exc))
-    print("packager-pip: uploaded {0} wheel(s) to the machine wheelhouse".format(sent))
+    print(
+        "packager-pip: uploaded {0} wheel(s) to the machine wheelhouse ({1} there already)".format(
+            sent, kept
+        )
+    )
 
 
 def main(args):

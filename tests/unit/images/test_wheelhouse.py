@@ -77,6 +77,34 @@ def test_the_server_keeps_uploaded_wheels_per_key_behind_its_token(server: Any) 
         assert b"pycs" not in reply.read()
 
 
+def test_a_stored_name_is_never_replaced_even_by_racing_uploads(server: Any) -> None:
+    # Build steps run repositories' setup code: one must not swap a wheel or byte code that
+    # other builds install. The first upload of a name is kept.
+    base = f"/{server.token}/{KEY}/"
+    for name in ("six-1.0-py3-none-any.whl", f"{'cd' * 16}.pycs"):
+        assert _status(_url(server, base + name), b"first") == 201
+        assert _status(_url(server, base + name), b"second") == 409
+        with urllib.request.urlopen(_url(server, base + name), timeout=10) as reply:
+            assert reply.read() == b"first"
+    codes: list[int] = []
+    bodies = [bytes([65 + i]) * 200_000 for i in range(8)]
+    racers = [
+        threading.Thread(
+            target=lambda b=b: codes.append(
+                _status(_url(server, base + "raced-1-py3-none-any.whl"), b)
+            )
+        )
+        for b in bodies
+    ]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join()
+    assert sorted(codes) == [201] + [409] * 7
+    assert (server.root / KEY / "raced-1-py3-none-any.whl").read_bytes() in bodies
+    assert not [p for p in (server.root / KEY).iterdir() if p.name.startswith(".")]
+
+
 def _helper(monkeypatch: pytest.MonkeyPatch, hosts: str, tmp_path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location("packager_pip", HELPER_PATH)
     assert spec is not None and spec.loader is not None
@@ -196,7 +224,10 @@ def test_the_bridge_gateway_is_listed_or_the_subnets_first_address(
 
 
 def test_the_helper_uploads_its_wheels_to_the_server(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: Any
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    server: Any,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     module = _helper(monkeypatch, "", tmp_path)
     built = tmp_path / "built"
@@ -208,6 +239,15 @@ def test_the_helper_uploads_its_wheels_to_the_server(
     assert sorted(p.name for p in stored.iterdir()) == ["docopt-0.6.2-py2.py3-none-any.whl"]
     assert (stored / "docopt-0.6.2-py2.py3-none-any.whl").read_bytes() == b"w" * 100_000
     module.upload(_url(server, f"/{'0' * 32}/{KEY}/"), str(built))  # refused: no raise
+    # A later build's wheel of that name is not taken: the first stays, and the build goes on.
+    (built / "docopt-0.6.2-py2.py3-none-any.whl").write_bytes(b"evil" * 4_000_000)
+    (built / "six-1.0-py3-none-any.whl").write_bytes(b"six")
+    module.upload(_url(server, f"/{server.token}/{KEY}/"), str(built))
+    assert "uploaded 1 wheel(s) to the machine wheelhouse (1 there already)" in (
+        capsys.readouterr().out
+    )
+    assert (stored / "docopt-0.6.2-py2.py3-none-any.whl").read_bytes() == b"w" * 100_000
+    assert (stored / "six-1.0-py3-none-any.whl").read_bytes() == b"six"
 
 
 def _site(monkeypatch: pytest.MonkeyPatch, module: ModuleType, tmp_path: Path) -> Path:
