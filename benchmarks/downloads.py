@@ -6,20 +6,28 @@ to build (markupsafe, wrapt, simplejson: no wheel for this Python on the index, 
 them). Its steps before the venv's (the base, apt) are built once, untimed, as a tagged
 prefix (apt installs python3-venv and python3-dev there, which the venv's step would otherwise
 install: the benchmark times pip's work, not apt's); each timed build starts cold from there
-(a unique variable marks this run, and the environment image is removed between builds, its
-layers with it). Per round, in this order:
+(a variable naming the build sits just before the first pip step, so nothing from there is in
+the engine's cache; the images are removed at the end, not between builds, see below). Per
+round, in this order:
 
 - plain: the wheelhouse off (PACKAGER_WHEELHOUSE=0), as before it existed;
 - first: an empty machine wheelhouse (a fresh PACKAGER_CACHE): downloads, builds, uploads;
 - second: the same wheelhouse, now full: nothing downloaded, built or byte-compiled (pip is
   run from the wheelhouse's pip wheel, the byte code comes from the first build's bundles).
 
+Removing a build's image before the next build times the file system more than the build:
+this machine's ext4 has no journal and is mounted with discard, so a deletion waits for the
+disk's discards, and a new inode skips every inode freed in the last 60 s (300 s while its
+inode table block is dirty), one buffer cache lookup each; files created soon after many were
+deleted take 300-900 us each instead of 30 us. `--delete-between` removes each image right
+after its build, as this script did before, for comparison.
+
 Prints seconds per build, the ratios first/second and plain/second (target >= 2x), and which
 builds installed from the wheelhouse alone and how many distributions' byte code each took
 from it. Needs the engine and the host's CA bundle (pip in the build reaches the index the
 image is configured for). Removes only the images it tagged.
 
-    python benchmarks/downloads.py [--rounds N]
+    python benchmarks/downloads.py [--rounds N] [--delete-between]
 """
 
 from __future__ import annotations
@@ -72,13 +80,23 @@ def _context(folder: Path, run: str) -> Path:
     text = build.with_base_override((context / "Dockerfile").read_text())
     head, sep, tail = text.partition(HELPER_COPY)
     assert sep, "the Dockerfile has no pip helper step"
-    (context / "Dockerfile").write_text(f"{head}ENV PACKAGER_BENCH_RUN={run}\n{sep}{tail}")
+    (context / "Dockerfile").write_text(
+        f"{head}ENV PACKAGER_BENCH_RUN={run}\nENV PACKAGER_BENCH_BUILD=none\n{sep}{tail}"
+    )
     (folder / "prefix").mkdir()
     (folder / "prefix" / "Dockerfile").write_text(f"{head}ENV PACKAGER_BENCH_RUN={run}\n")
     return context
 
 
-def _build(client: object, context: Path, args: dict[str, str], bases: str, log: Path) -> float:
+def _build(
+    client: object, context: Path, args: dict[str, str], bases: str, log: Path, built: list[str]
+) -> float:
+    """Builds the environment cold (its variable renamed for this build), returns its seconds."""
+    dockerfile = context / "Dockerfile"
+    text = dockerfile.read_text()
+    head, sep, tail = text.partition("ENV PACKAGER_BENCH_BUILD=")
+    rest = tail.partition("\n")[2]
+    dockerfile.write_text(f"{head}{sep}{log.stem}\n{rest}")
     outcome = ensure_environment(
         client,  # type: ignore[arg-type]
         context,
@@ -90,14 +108,19 @@ def _build(client: object, context: Path, args: dict[str, str], bases: str, log:
         timeout_sec=3600,
     )
     assert outcome is not None and outcome.built, "the environment image existed already"
-    client.images.remove(outcome.tag)  # type: ignore[attr-defined]
+    built.append(outcome.tag)
     return outcome.duration_sec
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
-    rounds = parser.parse_args().rounds
+    parser.add_argument(
+        "--delete-between", action="store_true", help="remove each image right after its build"
+    )
+    options = parser.parse_args()
+    rounds = options.rounds
+    built: list[str] = []
     client = build.connect()
     ca = host_ca_bundle()
     if ca is None:
@@ -128,7 +151,9 @@ def main() -> int:
                 if name != "second":
                     wheelhouse.stop()  # the server serves the folder of the cache it started on
                 log = work / f"{name}-{i}.log"
-                row[name] = _build(client, context, args, bases, log)
+                row[name] = _build(client, context, args, bases, log, built)
+                if options.delete_between:
+                    client.images.remove(built.pop())
                 alone = log.read_text().count("installed from the machine wheelhouse alone")
                 row[f"{name}_alone"] = alone
                 row[f"{name}_code"] = log.read_text().count("packager-pip: byte code of ")
@@ -144,6 +169,8 @@ def main() -> int:
         print(f"wheelhouse: {sum(1 for _ in (work / 'c0').rglob('*.whl'))} wheels; logs in {work}")
     finally:
         wheelhouse.stop()
+        for tag in built:
+            client.images.remove(tag)
         try:
             client.images.remove(prefix)
         except Exception:  # noqa: BLE001 - never built
