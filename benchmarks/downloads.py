@@ -19,7 +19,7 @@ Removing a build's image before the next build times the file system more than t
 this machine's ext4 has no journal and is mounted with discard, so a deletion waits for the
 disk's discards, and a new inode skips every inode freed in the last 60 s (300 s while its
 inode table block is dirty), one buffer cache lookup each; files created soon after many were
-deleted take 300-900 us each instead of 30 us. `--delete-between` removes each image right
+deleted take 300-1,100 us each instead of 30 us. `--delete-between` removes each image right
 after its build, as this script did before, for comparison.
 
 Prints seconds per build, the ratios first/second and plain/second (target >= 2x), and which
@@ -169,12 +169,11 @@ def main() -> int:
         print(f"wheelhouse: {sum(1 for _ in (work / 'c0').rglob('*.whl'))} wheels; logs in {work}")
     finally:
         wheelhouse.stop()
-        for tag in built:
-            client.images.remove(tag)
-        try:
-            client.images.remove(prefix)
-        except Exception:  # noqa: BLE001 - never built
-            pass
+        for tag in (*built, prefix):
+            try:
+                client.images.remove(tag)
+            except Exception:  # noqa: BLE001 - never built, or removed already
+                pass
     return 0
 
 
