@@ -337,6 +337,10 @@ def _command_env(plan: Mapping[str, Any]) -> Dict[str, str]:
 # ------------------------------------------------------------------------------ grader files
 
 SNAPSHOT_BYTES_LIMIT = 64 * 1024 * 1024
+RUNTIME_DIR = Path(os.path.dirname(os.path.abspath(__file__)))
+"""Where this runtime's modules are: ``/tests/.runtime`` (unpacked and byte-compiled by the
+grader image's build), the archive ``/tests/grading.pyz`` (a file: no cache folder) or the
+source tree."""
 
 
 class GraderFiles:
@@ -345,12 +349,17 @@ class GraderFiles:
     could rewrite it, and ``test.sh`` is still being read by bash after grade.py exits: lines
     written after the one running grade.py would run next (and could overwrite reward.json).
     ``check`` puts every changed or deleted file back and reports what it had to restore.
-    ``__pycache__`` folders are not watched (Python writes them there legitimately).
+    ``__pycache__`` folders are not watched (Python writes them there legitimately), except
+    those of ``runtime``: the grader image's build byte-compiled this runtime there, and a
+    process started after the candidate's code ran (the browser agent) imports from it.
     """
 
-    def __init__(self, root: Path, skip: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, root: Path, skip: Sequence[Path] = (), runtime: Optional[Path] = None
+    ) -> None:
         self.root = root
         self.skip = [p.resolve() for p in skip]
+        self.runtime = runtime.resolve() if runtime is not None else None
         self.files: Dict[str, Tuple[str, int, Optional[bytes]]] = {}
         budget = SNAPSHOT_BYTES_LIMIT
         for path in self._walk():
@@ -365,7 +374,10 @@ class GraderFiles:
         for dirpath, dirnames, filenames in os.walk(self.root):
             here = Path(dirpath)
             dirnames[:] = [
-                d for d in dirnames if d != "__pycache__" and (here / d).resolve() not in self.skip
+                d
+                for d in dirnames
+                if (d != "__pycache__" or here.resolve() == self.runtime)
+                and (here / d).resolve() not in self.skip
             ]
             found.extend(here / f for f in filenames if (here / f).is_file())
         return sorted(found)
@@ -933,7 +945,7 @@ def grade(plan_path: Path, out_dir: Path, patch_path: Path) -> Report:
     report = new_report()
     guard: Optional[GraderFiles] = None
     try:
-        guard = GraderFiles(plan_path.resolve().parent, skip=[out_dir])
+        guard = GraderFiles(plan_path.resolve().parent, skip=[out_dir], runtime=RUNTIME_DIR)
         _grade(plan_path, out_dir, patch_path, report)
     except Stop as stop:
         report.update(status=stop.status, reason=stop.reason, reward=0.0, subscores={})

@@ -106,6 +106,55 @@ def test_rebuild_builds_nothing_and_agent_history_is_clean(
     )
 
 
+RUNTIME_MODULES = (
+    "grade",
+    "parsers",
+    "parsers_js",
+    "parsers_native",
+    "patching",
+    "rules",
+    "tripwires",
+)
+NOP_GRADE = (
+    "mkdir -p /logs/artifacts && : > /logs/artifacts/model.patch && "
+    "bash /tests/test.sh > /dev/null 2>&1; cat /logs/verifier/reward.json"
+)
+
+
+@pytest.mark.parametrize("task", GRADEABLE)
+def test_grader_runs_its_byte_compiled_runtime(task: str, out: Path, docker_client: Any) -> None:
+    """The grader image's build unpacked and byte-compiled the runtime (/tests/.runtime):
+    python3 loads every module from its cached byte code, compiling none; the nop run grades
+    the same from there as from the archive (test.sh's fallback when the folder is missing).
+    """
+    if not (out / "samples" / "results" / f"{task}.json").exists():
+        assert run_cli("build", task, "--out", str(out)).returncode == 0
+    grader = _result(out, task)["images"]["grader"]
+
+    def run(script: str) -> str:
+        raw: bytes = docker_client.containers.run(
+            grader, ["bash", "-c", script], remove=True, network_mode="none", stderr=True
+        )
+        return raw.decode()
+
+    verbose = run(
+        "python3 -I -S -v -c 'import sys; sys.path[0:0] = [\"/tests/.runtime\"]; import grade' 2>&1"
+    )
+    for module in RUNTIME_MODULES:
+        assert f"code object from '/tests/.runtime/__pycache__/{module}." in verbose, module
+    assert "matches /tests/.runtime/" in verbose  # each module found there
+    assert "code object from /tests/.runtime/" not in verbose  # compiled from source: none
+    modes = run("stat -c '%a %U' /tests/.runtime /tests/.runtime/__pycache__ /tests/.runtime/*.py")
+    assert {line.split()[0][1:] for line in modes.splitlines()} <= {"55", "44"}, modes
+    from_compiled = json.loads(run(NOP_GRADE))
+    from_archive = json.loads(run("rm -rf /tests/.runtime && " + NOP_GRADE))
+    assert from_compiled == from_archive
+    assert from_compiled["reward"] < 1.0
+    expected = _expected_nop(task)
+    if expected is not None:
+        assert from_compiled["reward"] == pytest.approx(expected)
+
+
 def test_agent_image_history_is_cut_at_base(out: Path, docker_client: Any) -> None:
     """The textkit bundle has a later fix commit and a tag; neither may reach the image."""
     task = "samples__textkit-1"

@@ -582,6 +582,25 @@ def test_changed_grader_files_are_restored_in_place(task: Task) -> None:
     assert script.stat().st_ino == inode  # bash reads it through an open descriptor
 
 
+def test_grader_files_watch_the_runtimes_byte_code_only(tmp_path: Path) -> None:
+    """The byte code the grader image's build compiled into /tests/.runtime is watched (a
+    process started after the candidate ran imports it); other __pycache__ folders are not."""
+    runtime = tmp_path / ".runtime"
+    (runtime / "__pycache__").mkdir(parents=True)
+    (runtime / "grade.py").write_text("x = 1\n")
+    pyc = runtime / "__pycache__" / "grade.cpython-311.pyc"
+    pyc.write_bytes(b"compiled")
+    (tmp_path / "payload" / "__pycache__").mkdir(parents=True)
+    other = tmp_path / "payload" / "__pycache__" / "test_x.cpython-311.pyc"
+    other.write_bytes(b"pytest's")
+    guard = grade.GraderFiles(tmp_path, runtime=runtime)
+    pyc.write_bytes(b"planted")
+    other.write_bytes(b"rewritten by pytest")
+    assert guard.check() == [".runtime/__pycache__/grade.cpython-311.pyc"]
+    assert pyc.read_bytes() == b"compiled"
+    assert grade.GraderFiles(tmp_path).check() == []  # without a runtime: no cache watched
+
+
 def test_sweep_descendants_kills_a_double_forked_process() -> None:
     assert grade.set_subreaper()
     proc = subprocess.Popen(
@@ -672,10 +691,14 @@ TEST_SH = Path(__file__).resolve().parents[2] / "golden/tree/tasks/samples__text
 
 
 def _test_sh_flags() -> tuple[str, ...]:
-    """The interpreter flags test.sh runs the runtime with (`python3 FLAGS /tests/grading.pyz`)."""
-    [line] = [ln for ln in TEST_SH.read_text().splitlines() if ln.startswith("python3 ")]
+    """The interpreter flags test.sh runs the runtime with (`python3 FLAGS "$runtime"`, the
+    archive or its byte-compiled copy)."""
+    text = TEST_SH.read_text()
+    assert "runtime=/tests/grading.pyz\n" in text
+    assert "if [ -f /tests/.runtime/__main__.py ]; then runtime=/tests/.runtime; fi" in text
+    [line] = [ln for ln in text.splitlines() if ln.startswith("python3 ")]
     words = shlex.split(line)
-    return tuple(words[1 : words.index("/tests/grading.pyz")])
+    return tuple(words[1 : words.index("$runtime")])
 
 
 def test_test_sh_keeps_the_images_python_path_out_of_the_runtime(task: Task) -> None:

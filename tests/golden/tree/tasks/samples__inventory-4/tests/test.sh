@@ -5,7 +5,11 @@
 mkdir -p /logs/verifier
 # -I: no PYTHONPATH or user site from the image (the candidate's repository must never stand
 # in for a module of the runtime); -S: no site-packages scan (stdlib only, and faster).
-python3 -I -S /tests/grading.pyz /tests/plan.json "$@"
+# The grader image's build unpacked and byte-compiled the runtime in /tests/.runtime (from the
+# archive, python3 would compile its modules on every run); the archive where it did not.
+runtime=/tests/grading.pyz
+if [ -f /tests/.runtime/__main__.py ]; then runtime=/tests/.runtime; fi
+python3 -I -S "$runtime" /tests/plan.json "$@"
 status=$?
 if [ ! -s /logs/verifier/reward.json ]; then
   printf '{"reward": 0}\n' > /logs/verifier/reward.json
