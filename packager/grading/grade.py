@@ -965,6 +965,13 @@ def grade(plan_path: Path, out_dir: Path, patch_path: Path) -> Report:
     return report
 
 
+def wait_for(path: Path, poll_sec: float = 0.01) -> None:
+    """Return once `path` exists (it is only ever created, never removed: see the engine's
+    gate); nothing of the candidate is in place before, so only start-up happens earlier."""
+    while not os.path.lexists(path):
+        time.sleep(poll_sec)
+
+
 def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
     raise Terminated(f"terminated by signal {signum}")
 
@@ -975,6 +982,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("plan", type=Path, help="path to plan.json")
     ap.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help="output directory")
     ap.add_argument("--patch", type=Path, default=Path(DEFAULT_PATCH), help="candidate patch")
+    ap.add_argument(
+        "--after",
+        type=Path,
+        help="start up (imports, the fail-closed report), then wait until this file exists "
+        "before grading: the local engine creates it once the candidate's patch is in place",
+    )
     args = ap.parse_args(argv)
     out_dir: Path = args.out
     try:
@@ -988,6 +1001,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     set_subreaper()  # (and its ctypes import) before the candidate's files are in the repository
     try:
+        if args.after is not None:
+            wait_for(args.after)
         report = grade(args.plan, out_dir, args.patch)
     except BaseException as exc:  # Terminated/KeyboardInterrupt between steps
         report = new_report()

@@ -463,6 +463,33 @@ def test_zipapp_grades_as_grade_py_does(task: Task, fixed: bool) -> None:
     assert packed == direct
 
 
+def test_after_starts_fail_closed_and_grades_only_once_the_gate_exists(task: Task) -> None:
+    """`--after GATE` (the local engine's early grader): the fail-closed report is written at
+    start-up, nothing is graded while GATE is missing, and the patch in place when it appears
+    is the one graded."""
+    gate = task.root / "grade-now"
+    patch_file = task.root / "model.patch"
+    cmd = [sys.executable, str(GRADE_PY), str(task.plan()), "--out", str(task.out)]
+    proc = subprocess.Popen([*cmd, "--patch", str(patch_file), "--after", str(gate)])
+    try:
+        deadline = time.monotonic() + 30
+        while not (task.out / "report.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert proc.poll() is None  # still waiting at the gate
+        waiting = json.loads((task.out / "report.json").read_text())
+        assert waiting["status"] != "graded" and waiting["reward"] == 0
+        assert not (task.out / "test-output.txt").exists()
+        patch_file.write_text(task.diff({"calc.py": CALC_FIXED}))
+        gate.write_text("")
+        assert proc.wait(timeout=120) == 0
+    finally:
+        proc.kill()
+    report = json.loads((task.out / "report.json").read_text())
+    assert report["status"] == "graded" and report["reward"] == 1.0
+    assert gate.exists()  # looked at, never removed (the engine may still be setting its times)
+
+
 def test_zipapp_runs_the_browser_agent_as_a_module(tmp_path: Path) -> None:
     """judge.py runs `JUDGE_PYTHON -m browser_agent WORK` with the archive on PYTHONPATH."""
     work = tmp_path / "work"
