@@ -967,7 +967,8 @@ def grade(plan_path: Path, out_dir: Path, patch_path: Path) -> Report:
 
 def wait_for(path: Path, poll_sec: float = 0.01) -> None:
     """Return once `path` exists (it is only ever created, never removed: see the engine's
-    gate); nothing of the candidate is in place before, so only start-up happens earlier."""
+    gate); nothing of the candidate is in place before, so only start-up happens earlier.
+    """
     while not os.path.lexists(path):
         time.sleep(poll_sec)
 
