@@ -20,26 +20,24 @@ import hashlib
 import json
 import math
 import os
-import re
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import parsers, patching, rules, tripwires
+    from . import parsers, patching, processes, rules, tripwires
 elif __package__:
-    from . import parsers, patching, rules, tripwires
+    from . import parsers, patching, processes, rules, tripwires
 else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
     import parsers
     import patching
+    import processes
     import rules
     import tripwires
 
@@ -126,173 +124,6 @@ def write_outputs(out_dir: Path, report: Report) -> None:
             _write_json(out_dir / "report.json", fallback)
     finally:
         _write_json(out_dir / "reward.json", reward)
-
-
-# ------------------------------------------------------------------------------------ commands
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _expire(proc: subprocess.Popen[bytes], expired: threading.Event) -> None:
-    """The command's deadline passed: mark it timed out, then kill its process group."""
-    expired.set()
-    _kill_group(proc)
-
-
-PR_SET_CHILD_SUBREAPER = 36
-SWEEP_PASSES = 50
-
-
-def set_subreaper() -> bool:
-    """Make this process the child subreaper of everything it starts (Linux ``prctl``).
-
-    A process that double-forks or calls ``setsid`` leaves the command's process group, but it
-    is still re-parented to us rather than to init, so ``sweep_descendants`` can find it.
-    """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except Exception:
-        return False
-
-
-def _process_table() -> Dict[int, Tuple[int, str]]:
-    """Map pid -> (ppid, state) from /proc (empty where /proc is unavailable)."""
-    table: Dict[int, Tuple[int, str]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        # "pid (comm) S ppid ...": comm may hold spaces and parentheses, so cut at the last ')'.
-        fields = stat.rpartition(")")[2].split()
-        if len(fields) >= 2 and fields[1].isdigit():
-            table[int(name)] = (int(fields[1]), fields[0])
-    return table
-
-
-def descendants(root: int) -> List[int]:
-    """Every live (non-zombie) process below ``root``."""
-    table = _process_table()
-    children: Dict[int, List[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found: List[int] = []
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return [p for p in found if table[p][1] != "Z"]
-
-
-def _reap_children() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def sweep_descendants() -> int:
-    """SIGKILL every process the runtime's commands left behind; return how many were killed.
-
-    Run after each command, before any of its results are read: nothing the code under test
-    started (a daemon rewriting reward.json, a REWARD_FILE or the test log) survives it.
-    Raises ``Stop`` when processes keep appearing (a fork bomb), which scores 0.
-    """
-    me = os.getpid()
-    killed = 0
-    for _ in range(SWEEP_PASSES):
-        alive = descendants(me)
-        if not alive:
-            _reap_children()
-            return killed
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.01)
-        _reap_children()
-    raise Stop("infra_error", "the command's processes could not be stopped")
-
-
-def run_logged(
-    command: str,
-    cwd: Path,
-    env: Mapping[str, str],
-    timeout: float,
-    log_path: Path,
-    stderr_path: Optional[Path] = None,
-) -> Tuple[int, bool, str]:
-    """Run ``command`` with the shell, its output appended to ``log_path``.
-
-    Returns (exit code, timed out, output). The runtime writes begin/end markers carrying a
-    random per-run nonce around the command's output and returns only what lies between them:
-    the command never sees the nonce, so it cannot forge the end of its own output, and whatever
-    a stray background process writes after the end marker is ignored. The whole process group
-    is killed when the command ends or times out.
-    """
-    nonce = secrets.token_hex(16)
-    begin = f"===== grading: output begin {nonce} ====="
-    end = f"===== grading: output end {nonce}"
-    shell = shutil.which("bash") or "/bin/sh"
-    set_subreaper()
-    with open(log_path, "ab") as log:
-        log.write(f"$ {command}\n{begin}\n".encode("utf-8", "replace"))
-        log.flush()
-        err = open(stderr_path, "ab") if stderr_path is not None else None
-        expired = threading.Event()
-        try:
-            proc = subprocess.Popen(
-                [shell, "-c", command],
-                cwd=str(cwd),
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=err if err is not None else subprocess.STDOUT,
-                start_new_session=True,  # own process group, so one kill reaches every child
-            )
-            # A timer kills the group at the deadline and `wait` blocks in waitpid: returns the
-            # moment the command ends (`wait(timeout=...)` polls, up to 50 ms late every run).
-            timer = threading.Timer(timeout, _expire, args=(proc, expired))
-            timer.daemon = True
-            timer.start()
-            try:
-                code = proc.wait()
-            finally:
-                timer.cancel()
-                _kill_group(proc)
-                sweep_descendants()
-            timed_out = expired.is_set()
-        finally:
-            if err is not None:
-                err.close()
-        note = " (timed out)" if timed_out else ""
-        log.write(f"\n{end}: exit code {code}{note} =====\n".encode())
-    text = log_path.read_bytes().decode("utf-8", "replace")
-    start = text.find(begin)
-    stop = text.find(end, start) if start >= 0 else -1
-    section = text[start + len(begin) + 1 : stop if stop >= 0 else len(text)] if start >= 0 else ""
-    return code, timed_out, section
 
 
 # ---------------------------------------------------------------------------------------- plan
@@ -551,7 +382,7 @@ def _run_tests(
     try:
         proof: Optional[Path] = None
         canaries: List[Tuple[str, Path]] = []
-        tripwire: Optional[Tripwire] = None
+        tripwire: Optional[tripwires.Tripwire] = None
         node: Optional[tripwires.AddedTest] = None
         added: Optional[tripwires.AddedTest] = None
         if parser in parsers.PYTEST_FAMILY:
@@ -560,9 +391,9 @@ def _run_tests(
             proof = scratch / f"pytest-{secrets.token_hex(8)}.xml"
             extra = env.get("PYTEST_ADDOPTS", "")
             env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={proof}".strip()
-            tripwire = write_pytest_tripwire(repo, plan)
+            tripwire = tripwires.write_pytest_tripwire(repo, plan)
         elif parser == "gotest":
-            canaries = write_go_canaries(repo, secrets.token_hex(8))
+            canaries = tripwires.write_go_canaries(repo, secrets.token_hex(8))
         elif parser == "tap":
             node = tripwires.write_node_canaries(repo)
         elif parser == "sympy":
@@ -571,7 +402,9 @@ def _run_tests(
             added = tripwires.write_js_tripwire(repo, command)
         elif parser in tripwires.CPP_FRAMEWORKS:
             added = tripwires.write_cpp_tripwire(repo, command, parser)
-        code, timed_out, output = run_logged(command, repo, env, timeout, out_dir / TEST_OUTPUT)
+        code, timed_out, output = processes.run_logged(
+            command, repo, env, timeout, out_dir / TEST_OUTPUT
+        )
         report["exit_code"] = code
         if timed_out:
             # Scored 0 regardless; what finished before the kill is kept to help diagnose it.
@@ -588,7 +421,7 @@ def _run_tests(
         if proof is not None:
             tests = _trusted_pytest(tests, proof, report, parser)
         if tripwire is not None:
-            tests = check_tripwire(tests, tripwire.name)
+            tests = tripwires.check_tripwire(tests, tripwire.name)
         if node is not None:
             tests = tripwires.check_node_canary(tests, [output], node.name, report)
         if added is not None and parser == "sympy":
@@ -669,128 +502,6 @@ def _trusted_pytest(
     return trusted
 
 
-class Tripwire:
-    """A must-fail pytest test added for one run, and how to take it out again."""
-
-    def __init__(self, name: str, path: Path, original: Optional[bytes]) -> None:
-        self.name = name
-        self.path = path
-        self.original = original
-
-    def remove(self) -> None:
-        """Put the test file back as it was (or delete the file the tripwire had to make)."""
-        if self.original is None:
-            self.path.unlink(missing_ok=True)
-        else:
-            self.path.write_bytes(self.original)
-
-
-def write_pytest_tripwire(repo: Path, plan: Mapping[str, Any]) -> Tripwire:
-    """Add a test that must fail where the test command will collect it.
-
-    Code under test can patch pytest from inside its own process (say, rewrite every report to
-    `passed` at import time); the JUnit proof cannot see that, since it is built from the same
-    reports. A test that raises unconditionally, with a random name, is reported `passed` only
-    by a tampered runner. Test commands usually name the test files to run (SWE-bench appends
-    those of the test patch), so the tripwire goes into the first listed test file that exists;
-    failing that, into a new file beside it, or in `tests/`.
-    """
-    formula = plan.get("formula") or {}
-    listed = [str(t) for key in ("fail_to_pass", "pass_to_pass") for t in (plan.get(key) or [])] + [
-        str(t) for key in ("hidden_tests", "public_tests") for t in (formula.get(key) or [])
-    ]
-    named = [t.split("::", 1)[0] for t in listed if "::" in t]
-    named += [str(p) for p in (formula.get("hidden_paths") or []) if str(p).endswith(".py")]
-    name = f"test_{secrets.token_hex(6)}"
-    body = f"\n\ndef {name}():\n    raise AssertionError('grading tripwire')\n"
-    root = repo.resolve()
-    for rel in named:
-        target = (repo / rel).resolve()
-        inside = target == root or root in target.parents
-        if inside and rel.endswith(".py") and target.is_file() and not target.is_symlink():
-            original = target.read_bytes()
-            target.write_bytes(original + body.encode())
-            return Tripwire(name, target, original)
-    folder = repo / "tests" if (repo / "tests").is_dir() else repo
-    for rel in named:
-        candidate = (repo / rel).parent.resolve()
-        if candidate.is_dir() and (candidate == root or root in candidate.parents):
-            folder = candidate
-            break
-    path = folder / f"{name}.py"
-    path.write_text(body.lstrip("\n"))
-    return Tripwire(name, path, None)
-
-
-def check_tripwire(tests: Dict[str, str], name: str) -> Dict[str, str]:
-    """Drop the tripwire's result; a tripwire reported passed (or skipped) means tampering."""
-    kept: Dict[str, str] = {}
-    for test_id, status in tests.items():
-        if test_id.rsplit("::", 1)[-1] == name:
-            if status in ("passed", "skipped"):
-                raise Stop(
-                    "policy_violation",
-                    f"the test runner reported a test that must fail as {status}: "
-                    "the code under test tampered with the runner",
-                )
-            continue
-        kept[test_id] = status
-    return kept
-
-
-GO_CANARY_PREFIX = "zz_grading_canary_"
-_GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.MULTILINE)
-_GO_BUILD_TAG = re.compile(r"^//(?:go:build|\s*\+build)\s", re.MULTILINE)
-_GO_SKIP_DIRS = {".git", "vendor", "testdata", "node_modules"}
-
-
-def _go_package(dirpath: Path, filenames: Sequence[str]) -> Optional[str]:
-    """The package a canary test in ``dirpath`` must declare (from unconstrained files)."""
-    names: Dict[str, int] = {}
-    for name in sorted(filenames):
-        if not name.endswith(".go") or name.startswith(GO_CANARY_PREFIX):
-            continue
-        try:
-            text = (dirpath / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        head = text[: text.find("\npackage ") + 1] if "\npackage " in text else ""
-        m = _GO_PACKAGE.search(text)
-        if not m or _GO_BUILD_TAG.search(head):
-            continue
-        if not name.endswith("_test.go"):
-            return m.group(1)  # the package itself: tests in it are always valid
-        names[m.group(1)] = names.get(m.group(1), 0) + 1
-    return max(names, key=lambda k: names[k]) if names else None
-
-
-def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
-    """Add a passing canary test to every Go package that has tests; return (name, file) pairs.
-
-    A test binary that prints fake results from an ``init`` and exits early never runs its
-    canary, whose name (random per run) it cannot know; ``parsers.gotest_trusted`` drops every
-    result of a package whose canary did not pass. Each canary file also holds a test that
-    always fails (``tripwires.go_tripwire_name``): reported passed or skipped, it shows a binary
-    whose output was rewritten (``tripwires.check_go_tripwires``).
-    """
-    canaries: List[Tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(repo):
-        dirnames[:] = [d for d in dirnames if d not in _GO_SKIP_DIRS and not d.startswith(".")]
-        if not any(f.endswith("_test.go") for f in filenames):
-            continue
-        here = Path(dirpath)
-        package = _go_package(here, filenames)
-        if package is None:
-            continue
-        name = f"TestGradingCanary{nonce}N{len(canaries)}"
-        source = f'package {package}\n\nimport "testing"\n\nfunc {name}(t *testing.T) {{}}\n'
-        source += tripwires.go_tripwire_source(tripwires.go_tripwire_name(name))
-        path = here / f"{GO_CANARY_PREFIX}{nonce}_test.go"
-        path.write_text(source, encoding="utf-8")
-        canaries.append((name, path))
-    return canaries
-
-
 COLLECTED_EXIT_CODES = (0, 1)
 """pytest's exit codes for a session that collected and ran its tests (2: interrupted, e.g. by
 collection errors; 3: internal error; 4: usage error; 5: no tests collected)."""
@@ -814,7 +525,7 @@ def _build_health(
     command = spec.get("build_command")
     if not command:
         return 1.0
-    code, timed_out, _ = run_logged(
+    code, timed_out, _ = processes.run_logged(
         str(command), repo, _command_env(plan), timeout, out_dir / BUILD_OUTPUT
     )
     return 1.0 if code == 0 and not timed_out else 0.0
@@ -852,7 +563,7 @@ def _run_script(
         )
         node = tripwires.write_node_canaries(repo)
         try:
-            code, timed_out, stdout = run_logged(
+            code, timed_out, stdout = processes.run_logged(
                 spec["command"],
                 grader_dir,
                 env,
@@ -911,7 +622,9 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
 
     if judge is not None:
         try:
-            reward, subscores = judge.judge_rule(plan, repo, out_dir, report, sweep_descendants)
+            reward, subscores = judge.judge_rule(
+                plan, repo, out_dir, report, processes.sweep_descendants
+            )
         except judge.Halt as halt:
             raise Stop(halt.status, halt.reason) from None
         report.update(status="graded", reason=None, reward=reward, subscores=subscores)
@@ -951,6 +664,8 @@ def grade(plan_path: Path, out_dir: Path, patch_path: Path) -> Report:
         report.update(status=stop.status, reason=stop.reason, reward=0.0, subscores={})
     except tripwires.Tampered as exc:
         report.update(status="policy_violation", reason=str(exc), reward=0.0, subscores={})
+    except processes.Runaway as exc:
+        report.update(status="infra_error", reason=str(exc), reward=0.0, subscores={})
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
         report.update(status="infra_error", reason=reason, reward=0.0, subscores={})
@@ -1000,7 +715,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"grading: cannot write to {out_dir}: {exc}", file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, _on_sigterm)
-    set_subreaper()  # (and its ctypes import) before the candidate's files are in the repository
+    # The subreaper (and its ctypes import) before the candidate's files are in the repository.
+    processes.set_subreaper()
     try:
         if args.after is not None:
             wait_for(args.after)

@@ -27,7 +27,12 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING or __package__:
+    from . import processes
+else:  # run from the zipapp or the runtime's folder: sys.path[0] holds the siblings
+    import processes
 
 JUDGE_PYTHON = "/opt/packager-judge/bin/python"
 RUNTIME_PATH = os.path.dirname(os.path.abspath(__file__))
@@ -45,7 +50,6 @@ DEFAULT_WORKFLOW_TIMEOUT = 900.0
 DEFAULT_MAX_STEPS = 25
 APP_LOG_LINES = 15
 VERDICTS = ("pass", "fail")
-PR_SET_CHILD_SUBREAPER = 36
 
 
 class Halt(Exception):
@@ -55,20 +59,6 @@ class Halt(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-def set_subreaper() -> bool:
-    """Make this process the child subreaper of what it starts (Linux `prctl`): an app that
-    daemonizes (`setsid`, a double fork) is re-parented to us, not to init, so the caller's
-    sweep still finds and kills it before the next workflow starts its copy on the same port.
-    """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except Exception:
-        return False
 
 
 def missing_env(env: Mapping[str, str]) -> List[str]:
@@ -311,7 +301,9 @@ def judge_rule(
         )
     if not Path(JUDGE_PYTHON).is_file():
         raise Halt("infra_error", f"the judge's Python {JUDGE_PYTHON} is not in this image")
-    set_subreaper()
+    # An app that daemonizes (`setsid`, a double fork) is re-parented to us, not to init, so the
+    # caller's sweep still finds and kills it before the next workflow starts on the same port.
+    processes.set_subreaper()
     records: List[Dict[str, Any]] = []
     report["judge"] = {"model": env.get(ENV_MODEL), "workflows": records}
     scratch = Path("/tmp") / f"packager-judge-{os.getpid()}"

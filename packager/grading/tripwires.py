@@ -1,4 +1,4 @@
-"""In-process canaries for test runners other than pytest (whose tripwire lives in grade.py).
+"""In-process canaries and tripwires for the test runners (pytest's is at the end).
 
 Code under test runs in the test runner's own process, so it can tamper with what the runner
 reports: make ``assert`` a no-op, rewrite the runner's output, or report every test passed. A
@@ -12,7 +12,7 @@ only a tampered run reports it otherwise.
   run (exit code 0, not counted in ``# fail``), so a grader that scores by exit code or by the
   failures it counts is unaffected. ``ok`` for it means an assertion was a no-op or the runner
   (its output) was rewritten.
-- Go: ``grade.write_go_canaries`` adds, beside the passing canary, a test that always fails;
+- Go: ``write_go_canaries`` adds, beside the passing canary, a test that always fails;
   reported PASS or SKIP it shows a test binary whose output was rewritten.
 - SymPy (``bin/test``): a test function that always fails, appended to every test file the
   command names; reported ``ok`` it shows a runner patched from inside the process.
@@ -36,7 +36,7 @@ import re
 import secrets
 import shlex
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 
 class Tampered(Exception):
@@ -582,3 +582,127 @@ def write_cpp_tripwire(repo: Path, command: str, parser: str) -> Optional[AddedT
         AddedTest(name, files).remove()
         raise
     return AddedTest(name, files) if files else None
+
+
+# ------------------------------------------------------------------- pytest tripwire, Go canaries
+
+
+class Tripwire:
+    """A must-fail pytest test added for one run, and how to take it out again."""
+
+    def __init__(self, name: str, path: Path, original: Optional[bytes]) -> None:
+        self.name = name
+        self.path = path
+        self.original = original
+
+    def remove(self) -> None:
+        """Put the test file back as it was (or delete the file the tripwire had to make)."""
+        if self.original is None:
+            self.path.unlink(missing_ok=True)
+        else:
+            self.path.write_bytes(self.original)
+
+
+def write_pytest_tripwire(repo: Path, plan: Mapping[str, Any]) -> Tripwire:
+    """Add a test that must fail where the test command will collect it.
+
+    Code under test can patch pytest from inside its own process (say, rewrite every report to
+    `passed` at import time); the JUnit proof cannot see that, since it is built from the same
+    reports. A test that raises unconditionally, with a random name, is reported `passed` only
+    by a tampered runner. Test commands usually name the test files to run (SWE-bench appends
+    those of the test patch), so the tripwire goes into the first listed test file that exists;
+    failing that, into a new file beside it, or in `tests/`.
+    """
+    formula = plan.get("formula") or {}
+    listed = [str(t) for key in ("fail_to_pass", "pass_to_pass") for t in (plan.get(key) or [])] + [
+        str(t) for key in ("hidden_tests", "public_tests") for t in (formula.get(key) or [])
+    ]
+    named = [t.split("::", 1)[0] for t in listed if "::" in t]
+    named += [str(p) for p in (formula.get("hidden_paths") or []) if str(p).endswith(".py")]
+    name = f"test_{secrets.token_hex(6)}"
+    body = f"\n\ndef {name}():\n    raise AssertionError('grading tripwire')\n"
+    root = repo.resolve()
+    for rel in named:
+        target = (repo / rel).resolve()
+        inside = target == root or root in target.parents
+        if inside and rel.endswith(".py") and target.is_file() and not target.is_symlink():
+            original = target.read_bytes()
+            target.write_bytes(original + body.encode())
+            return Tripwire(name, target, original)
+    folder = repo / "tests" if (repo / "tests").is_dir() else repo
+    for rel in named:
+        candidate = (repo / rel).parent.resolve()
+        if candidate.is_dir() and (candidate == root or root in candidate.parents):
+            folder = candidate
+            break
+    path = folder / f"{name}.py"
+    path.write_text(body.lstrip("\n"))
+    return Tripwire(name, path, None)
+
+
+def check_tripwire(tests: Dict[str, str], name: str) -> Dict[str, str]:
+    """Drop the tripwire's result; a tripwire reported passed (or skipped) means tampering."""
+    kept: Dict[str, str] = {}
+    for test_id, status in tests.items():
+        if test_id.rsplit("::", 1)[-1] == name:
+            if status in ("passed", "skipped"):
+                raise Tampered(
+                    f"the test runner reported a test that must fail as {status}: "
+                    "the code under test tampered with the runner"
+                )
+            continue
+        kept[test_id] = status
+    return kept
+
+
+GO_CANARY_PREFIX = "zz_grading_canary_"
+_GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.MULTILINE)
+_GO_BUILD_TAG = re.compile(r"^//(?:go:build|\s*\+build)\s", re.MULTILINE)
+_GO_SKIP_DIRS = {".git", "vendor", "testdata", "node_modules"}
+
+
+def _go_package(dirpath: Path, filenames: Sequence[str]) -> Optional[str]:
+    """The package a canary test in ``dirpath`` must declare (from unconstrained files)."""
+    names: Dict[str, int] = {}
+    for name in sorted(filenames):
+        if not name.endswith(".go") or name.startswith(GO_CANARY_PREFIX):
+            continue
+        try:
+            text = (dirpath / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        head = text[: text.find("\npackage ") + 1] if "\npackage " in text else ""
+        m = _GO_PACKAGE.search(text)
+        if not m or _GO_BUILD_TAG.search(head):
+            continue
+        if not name.endswith("_test.go"):
+            return m.group(1)  # the package itself: tests in it are always valid
+        names[m.group(1)] = names.get(m.group(1), 0) + 1
+    return max(names, key=lambda k: names[k]) if names else None
+
+
+def write_go_canaries(repo: Path, nonce: str) -> List[Tuple[str, Path]]:
+    """Add a passing canary test to every Go package that has tests; return (name, file) pairs.
+
+    A test binary that prints fake results from an ``init`` and exits early never runs its
+    canary, whose name (random per run) it cannot know; ``parsers.gotest_trusted`` drops every
+    result of a package whose canary did not pass. Each canary file also holds a test that
+    always fails (``go_tripwire_name``): reported passed or skipped, it shows a binary
+    whose output was rewritten (``check_go_tripwires``).
+    """
+    canaries: List[Tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = [d for d in dirnames if d not in _GO_SKIP_DIRS and not d.startswith(".")]
+        if not any(f.endswith("_test.go") for f in filenames):
+            continue
+        here = Path(dirpath)
+        package = _go_package(here, filenames)
+        if package is None:
+            continue
+        name = f"TestGradingCanary{nonce}N{len(canaries)}"
+        source = f'package {package}\n\nimport "testing"\n\nfunc {name}(t *testing.T) {{}}\n'
+        source += go_tripwire_source(go_tripwire_name(name))
+        path = here / f"{GO_CANARY_PREFIX}{nonce}_test.go"
+        path.write_text(source, encoding="utf-8")
+        canaries.append((name, path))
+    return canaries

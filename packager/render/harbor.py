@@ -47,6 +47,7 @@ GRADING_MODULES = (
     "parsers_native.py",
     "parsers_js.py",
     "patching.py",
+    "processes.py",
     "rules.py",
     "tripwires.py",
 )

@@ -112,6 +112,7 @@ RUNTIME_MODULES = (
     "parsers_js",
     "parsers_native",
     "patching",
+    "processes",
     "rules",
     "tripwires",
 )

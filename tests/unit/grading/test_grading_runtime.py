@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from packager.grading import grade
+from packager.grading import grade, processes, tripwires
 from packager.render.harbor import GRADING_ARCHIVE, GRADING_MODULES, read_grading_archive
 
 GRADE_PY = Path(grade.__file__).resolve()
@@ -629,7 +629,7 @@ def test_grader_files_watch_the_runtimes_byte_code_only(tmp_path: Path) -> None:
 
 
 def test_sweep_descendants_kills_a_double_forked_process() -> None:
-    assert grade.set_subreaper()
+    assert processes.set_subreaper()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -638,9 +638,9 @@ def test_sweep_descendants_kills_a_double_forked_process() -> None:
         ]
     )
     proc.wait()
-    assert grade.descendants(os.getpid())  # re-parented to us, not to init
-    assert grade.sweep_descendants() >= 1
-    assert grade.descendants(os.getpid()) == []
+    assert processes.descendants(os.getpid())  # re-parented to us, not to init
+    assert processes.sweep_descendants() >= 1
+    assert processes.descendants(os.getpid()) == []
 
 
 def test_go_canaries(tmp_path: Path) -> None:
@@ -651,7 +651,7 @@ def test_go_canaries(tmp_path: Path) -> None:
     (tmp_path / "sub" / "y_test.go").write_text("package y\n")
     (tmp_path / "vendor" / "v").mkdir(parents=True)
     (tmp_path / "vendor" / "v" / "v_test.go").write_text("package v\n")
-    canaries = grade.write_go_canaries(tmp_path, "abc")
+    canaries = tripwires.write_go_canaries(tmp_path, "abc")
     assert [name for name, _ in canaries] == ["TestGradingCanaryabcN0", "TestGradingCanaryabcN1"]
     sources = {p.parent.name: p.read_text() for _, p in canaries}
     assert sources[tmp_path.name].startswith("package a\n")

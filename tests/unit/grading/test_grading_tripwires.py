@@ -204,7 +204,7 @@ GO_OUT = """=== RUN   TestA
 def test_go_tripwire_written_beside_the_canary(tmp_path: Path) -> None:
     (tmp_path / "a.go").write_text("package a\n")
     (tmp_path / "a_test.go").write_text("package a\n")
-    [(name, path)] = grade.write_go_canaries(tmp_path, "abc")
+    [(name, path)] = tripwires.write_go_canaries(tmp_path, "abc")
     source = path.read_text()
     assert source.index(name) < source.index("func TestGradingTripwireabcN0(t *testing.T)")
     assert 't.Fatal("grading tripwire")' in source

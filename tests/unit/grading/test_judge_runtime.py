@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from packager.grading import grade, judge
+from packager.grading import judge, processes
 from tests.unit.grading.test_grading_runtime import Task
 
 PY = shlex.quote(sys.executable)
@@ -340,7 +340,7 @@ def test_an_app_that_never_answers_is_stopped(rt: Runtime) -> None:
     # A child in the app's process group and a daemon that left it (setsid): both must go.
     command = f"setsid sleep 60.{token}1 & echo waiting; sleep 60.{token}2"
     halt = rt.halt(
-        rt.plan(start_command=command, start_timeout_sec=1), sweep=grade.sweep_descendants
+        rt.plan(start_command=command, start_timeout_sec=1), sweep=processes.sweep_descendants
     )
     assert halt.status == "infra_error"
     assert f"port {rt.port}" in halt.reason
