@@ -643,6 +643,24 @@ def test_sweep_descendants_kills_a_double_forked_process() -> None:
     assert processes.descendants(os.getpid()) == []
 
 
+def test_processes_that_keep_appearing_are_an_infra_error(
+    task: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork bomb the sweep cannot empty (here: a process that never goes away) ends grading
+    as an infra error with reward 0, never as a verdict."""
+    gone = 2**22 + 1  # above Linux's largest pid: os.kill says no such process, every pass
+    monkeypatch.setattr(processes, "descendants", lambda root: [gone])
+    monkeypatch.setattr(processes, "SWEEP_PASSES", 3)
+    with pytest.raises(processes.Runaway):
+        processes.sweep_descendants()
+    task.out.mkdir(parents=True, exist_ok=True)
+    patch = task.root / "model.patch"
+    patch.write_text(task.diff({"calc.py": CALC_FIXED}))
+    report = grade.grade(task.plan(), task.out, patch)
+    assert report["status"] == "infra_error" and report["reward"] == 0.0
+    assert report["reason"] == "the command's processes could not be stopped"
+
+
 def test_go_canaries(tmp_path: Path) -> None:
     (tmp_path / "a.go").write_text("// Package a.\npackage a\n")
     (tmp_path / "a_test.go").write_text("package a_test\n")
