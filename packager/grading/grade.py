@@ -361,10 +361,10 @@ def _protect_and_add_tests(
         shutil.copytree(str(hidden), str(repo), dirs_exist_ok=True, symlinks=True)
 
 
-def _run_tests(
-    plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
-) -> Dict[str, str]:
-    """Steps 6-7: run the test command, keep its exit code, parse per-test statuses."""
+def _test_command(plan: Mapping[str, Any], repo: Path) -> Tuple[str, str, Optional[Path]]:
+    """The plan's test command, its parser and, for a JUnit report the command writes, the
+    report's path (any report already there removed first).
+    """
     command = plan.get("test_command")
     if not isinstance(command, str) or not command.strip():
         raise ValueError("plan: test_command is required for this rule")
@@ -377,6 +377,14 @@ def _run_tests(
         # A report left in the tree (or shipped by the patch) must not stand in for this run's.
         if junit_file.is_file() or junit_file.is_symlink():
             junit_file.unlink()
+    return command, parser, junit_file
+
+
+def _run_tests(
+    plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
+) -> Dict[str, str]:
+    """Steps 6-7: run the test command, keep its exit code, parse per-test statuses."""
+    command, parser, junit_file = _test_command(plan, repo)
     env = _command_env(plan)
     scratch = Path(tempfile.mkdtemp(prefix="grading-"))  # outside the repo under test
     try:

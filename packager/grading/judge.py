@@ -190,6 +190,37 @@ def _read_verdict(path: Path, test_id: str, log_path: Path) -> Dict[str, Any]:
     return verdict
 
 
+def _run_agent(
+    work: Path, env: Mapping[str, str], agent_log: Path, timeout: float, test_id: str
+) -> int:
+    """Run the browser agent on `work` (its request.json) in the judge's Python; its exit code.
+    Past `timeout` its whole session is killed and judging halts (infra_error).
+    """
+    agent_env = dict(os.environ)
+    agent_env.update({k: v for k, v in env.items() if k.startswith("PACKAGER_JUDGE_")})
+    # Only the runtime: the image's own PYTHONPATH is for the code under test.
+    agent_env["PYTHONPATH"] = RUNTIME_PATH
+    with agent_log.open("wb") as log:
+        agent = subprocess.Popen(
+            [JUDGE_PYTHON, "-m", "browser_agent", str(work)],
+            cwd=str(work),
+            env=agent_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            return agent.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(agent.pid, signal.SIGKILL)
+            agent.wait()
+            raise Halt(
+                "infra_error",
+                f"workflow {test_id}: the browser agent ran past {timeout:.0f} s",
+            ) from None
+
+
 def run_workflow(
     test: Mapping[str, Any],
     *,
@@ -230,31 +261,9 @@ def run_workflow(
             "verdict": str(work / "verdict.json"),
         }
         (work / "request.json").write_text(json.dumps(request, indent=2) + "\n", "utf-8")
-        agent_env = dict(os.environ)
-        agent_env.update({k: v for k, v in env.items() if k.startswith("PACKAGER_JUDGE_")})
-        # Only the runtime: the image's own PYTHONPATH is for the code under test.
-        agent_env["PYTHONPATH"] = RUNTIME_PATH
         agent_log = work / "agent.log"
         timeout = _number(judge.get("workflow_timeout_sec"), DEFAULT_WORKFLOW_TIMEOUT)
-        with agent_log.open("wb") as log:
-            agent = subprocess.Popen(
-                [JUDGE_PYTHON, "-m", "browser_agent", str(work)],
-                cwd=str(work),
-                env=agent_env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                code = agent.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(agent.pid, signal.SIGKILL)
-                agent.wait()
-                raise Halt(
-                    "infra_error",
-                    f"workflow {test_id}: the browser agent ran past {timeout:.0f} s",
-                ) from None
+        code = _run_agent(work, env, agent_log, timeout, test_id)
         verdict = _read_verdict(work / "verdict.json", test_id, agent_log)
         record.update(
             {
