@@ -1,8 +1,9 @@
 """Real test logs of SWE-bench Multilingual JavaScript rows, for the parity tests.
 
-    python benchmarks/js_row_logs.py ROWS.parquet WORKDIR INSTANCE_ID...
+    python benchmarks/js_row_logs.py ROWS.parquet WORKDIR INSTANCE_ID... --mirrors DIR
 
-For each row: a clone of its repository's fetched mirror (`/work/.mirror/<owner>+<name>/repo`)
+For each row: a clone of its repository's fetched mirror (`DIR/<owner>+<name>/repo`, the layout
+the search tool's `fetch` leaves)
 at the base commit, the test patch applied; the spec's `install` (then `build`, whose failure is
 only reported: immutable-js's build ends with a download from outside the npm mirror) run with
 the host's node and npm, whose configured mirror serves the packages (`PUPPETEER_SKIP_DOWNLOAD`
@@ -28,7 +29,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "unit" / "data" / "harness"
-MIRRORS = Path("/work/.mirror")
 
 
 def _sh(command: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -39,8 +39,8 @@ def _sh(command: str, cwd: Path, check: bool = True) -> subprocess.CompletedProc
     )  # fmt: skip
 
 
-def _prepare(row: dict[str, Any], spec: dict[str, Any], work: Path) -> None:
-    mirror = MIRRORS / row["repo"].replace("/", "+") / "repo"
+def _prepare(row: dict[str, Any], spec: dict[str, Any], work: Path, mirrors: Path) -> None:
+    mirror = mirrors / row["repo"].replace("/", "+") / "repo"
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(mirror), str(work)], check=True)
     _sh(f"git checkout -q {row['base_commit']}", work)
     (work / ".test.patch").write_text(row["test_patch"])
@@ -73,6 +73,9 @@ def main() -> int:
     parser.add_argument("workdir", type=Path)
     parser.add_argument("ids", nargs="+")
     parser.add_argument("--chromium-image", default=None)
+    parser.add_argument(
+        "--mirrors", type=Path, required=True, help="folder of mirrors: <owner>+<name>/repo"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import pyarrow.parquet as pq
@@ -89,7 +92,7 @@ def main() -> int:
         name = harness_specs.tables()["parsers"][row["repo"]]
         work = args.workdir / iid
         if not work.exists():
-            _prepare(row, spec, work)
+            _prepare(row, spec, work, args.mirrors)
         f2p, p2p = list(row["FAIL_TO_PASS"]), list(row["PASS_TO_PASS"])
         for mode in ("gold", "nop"):
             if mode == "nop":

@@ -18,6 +18,10 @@ from tests.services import ServiceError, start_registry
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES_ROWS = ROOT / "packager" / "samples" / "rows.jsonl"
 HARBOR_PYTHON = ROOT / ".harbor" / "venv" / "bin" / "python"
+# Two real SWE-bench Lite rows and the cut upstream bundle serving them (their README says how)
+REALROWS = ROOT / "tests" / "data" / "realrows"
+REALROWS_ROWS = REALROWS / "swe-bench-lite-dev-marshmallow.jsonl"
+REALROWS_BUNDLE = REALROWS / "marshmallow-code__marshmallow.bundle"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,4 @@
-"""Two real SWE-bench Lite rows, exactly as published (shared/realrows/), packaged with no
+"""Two real SWE-bench Lite rows, exactly as published (tests/data/realrows/), packaged with no
 configuration and no edits to the rows: both verified, with verdicts that agree with the
 harness rule.
 
@@ -6,8 +6,8 @@ The rows (marshmallow-code__marshmallow-1343, version 2.20; -1359, version 3.0) 
 environment and no `--recipes` is given: the SWE-bench harness's own spec for
 `marshmallow-code/marshmallow@<version>` (shipped in packager/datasets/harness_specs.json) serves
 them, with the Python it names (3.9, Debian bullseye's python3). Their repository comes from the
-upstream bundle beside the rows. Builds install with pip, which needs the host's CA bundle
-inside builds here (`--ca-bundle`).
+upstream bundle beside the rows, cut to their history. Builds install with pip, which needs the
+host's CA bundle inside builds here (`--ca-bundle`).
 The harness rule, checked with swebench's own parser and grading functions on the very test
 output each run saved: every FAIL_TO_PASS fails before and passes after the gold patch, and
 every PASS_TO_PASS passes both times.
@@ -21,14 +21,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import REALROWS_BUNDLE as BUNDLE
+from tests.conftest import REALROWS_ROWS as ROWS
+from tests.conftest import run_cli
 from tests.unit.datasets.test_harness_parity import SpecStandIn, _load_harness
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-REALROWS = ROOT.parent / "shared" / "realrows"
-ROWS = REALROWS / "swe-bench-lite-dev-marshmallow.jsonl"
-BUNDLE = REALROWS / "marshmallow-code__marshmallow.bundle"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 TASKS = ["marshmallow-code__marshmallow-1343", "marshmallow-code__marshmallow-1359"]
 DATASET = "swe-bench-lite-dev-marshmallow"
@@ -37,7 +36,9 @@ DATASET = "swe-bench-lite-dev-marshmallow"
 @pytest.fixture(scope="module")
 def packaged(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Path:
     if not ROWS.is_file() or not BUNDLE.is_file():
-        pytest.fail(f"the real rows are missing: expected {ROWS} and {BUNDLE} (shared/realrows)")
+        pytest.fail(
+            f"the real rows are missing: expected {ROWS} and {BUNDLE} (tests/data/realrows)"
+        )
     out = tmp_path_factory.mktemp("realrows")
     before = ROWS.read_bytes()
     args = [

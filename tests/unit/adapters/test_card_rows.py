@@ -1,4 +1,4 @@
-"""The sample rows are written field for field from the dataset cards in shared/seeds/.
+"""The sample rows are written field for field from the five published dataset cards.
 
 Each card's column list and types are copied here from the card; every sample row must have
 exactly those columns with those types (null allowed only where the card says so), and every

@@ -12,9 +12,8 @@ import pytest
 from packager import repos
 from packager.errors import RepoSourceError
 from packager.repos.objects import base_only_commit_sha, inline_commit_sha
+from tests.conftest import REALROWS_BUNDLE as MARSHMALLOW_BUNDLE
 
-REALROWS = Path("/work/shared/realrows")
-MARSHMALLOW_BUNDLE = REALROWS / "marshmallow-code__marshmallow.bundle"
 MARSHMALLOW_BASE = "2be2d83a1a9a6d3d9b85804f3ab545cecc409bb0"
 
 ENV = {
