@@ -502,6 +502,10 @@ def _check_registries(spec: TaskSpec, repo_sources: dict[str, str], opts: BuildO
         raise BuildError(spec.task_id, "agent image", need.sentence(), None)
 
 
+BUILD_LOGS = ("build-agent.log", "build-environment.log")
+"""Logs of builds made from the task's Environment, whose failed step `explain` can name."""
+
+
 def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:
     """A build error's text, followed by the environment step that failed (with the package
     and the step's last lines) when the agent image's log shows it.
@@ -509,7 +513,7 @@ def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:
     from packager.images.failures import explain
 
     log_path = exc.log_path
-    if log_path is None or log_path.name != "build-agent.log" or not log_path.is_file():
+    if log_path is None or log_path.name not in BUILD_LOGS or not log_path.is_file():
         return str(exc)
     failure = explain(log_path.read_text(encoding="utf-8", errors="replace"), spec.environment)
     return f"{failure.sentence()} ({exc})" if failure is not None else str(exc)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packager.errors import BuildError
 from packager.images.locks import machine_lock
 
 if TYPE_CHECKING:
@@ -124,16 +125,73 @@ def ensure_environment(
     tag = f"{ENVIRONMENT_REPOSITORY}:{environment_key(head, files, buildargs, bases)}"
     if build.image_exists(client, tag):
         return build.BuildOutcome(tag, False, 0.0, None)
-    with machine_lock(f"env-{tag.rsplit(':', 1)[1]}", build.check_cancelled):
-        return build.build_image(  # returns at once when the holder before us built it
-            client,
-            task=task,
-            role="environment",
-            context=context,
-            tag=tag,
-            log_path=log_path,
-            timeout_sec=timeout_sec,
-            buildargs=dict(buildargs),
-            context_tar=make_tar({**files, "Dockerfile": head.encode()}),
-            extra_hosts=wheelhouse.build_hosts(client),  # pip steps: the machine's wheels
-        )
+    key = tag.rsplit(":", 1)[1]
+    with machine_lock(f"env-{key}", build.check_cancelled):
+        failed = _failed_this_run(key, task, tag)
+        if failed is not None:
+            raise failed
+        try:
+            return build.build_image(  # returns at once when the holder before us built it
+                client,
+                task=task,
+                role="environment",
+                context=context,
+                tag=tag,
+                log_path=log_path,
+                timeout_sec=timeout_sec,
+                buildargs=dict(buildargs),
+                context_tar=make_tar({**files, "Dockerfile": head.encode()}),
+                extra_hosts=wheelhouse.build_hosts(client),  # pip steps: the machine's wheels
+            )
+        except BuildError as exc:
+            _record_failure(key, exc)
+            raise
+
+
+def _failure_file(key: str) -> Path:
+    from packager.run.store import cache_root
+
+    return cache_root() / "locks" / f"env-{key}.failed.json"
+
+
+def _record_failure(key: str, exc: BuildError) -> None:
+    """Remember, beside the environment's lock, that its build failed in this run (`RUN_ID`):
+    the run's other rows sharing it then fail at once with this row's log and reason.
+    """
+    import json
+
+    from packager.images.build import RUN_ID
+
+    record = {
+        "run": RUN_ID,
+        "task": exc.task,
+        "reason": exc.reason,
+        "log": str(exc.log_path) if exc.log_path else None,
+    }
+    path = _failure_file(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{RUN_ID}")
+    tmp.write_text(json.dumps(record))
+    tmp.replace(path)
+
+
+def _failed_this_run(key: str, task: str, tag: str) -> BuildError | None:
+    """The build error to report when this environment already failed in this run (held
+    under its lock); None when it did not, or failed in another run (a rerun tries again).
+    """
+    import json
+
+    from packager.images.build import RUN_ID
+
+    try:
+        record = json.loads(_failure_file(key).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("run") != RUN_ID:
+        return None
+    log = Path(record["log"]) if record.get("log") else None
+    reason = (
+        f"{record.get('reason')} (built once in this run, for {record.get('task')}; "
+        "a rerun tries again)"
+    )
+    return BuildError(task, tag, reason, log)

@@ -65,3 +65,28 @@ def test_a_shared_cold_environment_is_built_once(tmp_path: Path, docker_client: 
         if image.labels.get("packager.role") == "environment"
     ]
     assert tags, "no environment image"
+
+
+def test_a_failing_environment_fails_once_per_run(tmp_path: Path, docker_client: Any) -> None:
+    """Rows sharing an environment whose build fails: one build, the others fail at once with
+    its log and reason (the step and the package named); a rerun tries again."""
+    data = generate(tmp_path / "ds", 3)
+    recipes = tmp_path / "ds" / "recipes.yaml"
+    missing = f"packager-no-such-package-{uuid.uuid4().hex[:8]}"
+    recipes.write_text(recipes.read_text().replace("- python3-pytest", f"- {missing}"))
+    out = tmp_path / "out"
+    for attempt in (1, 2):
+        built = run_cli("build", "--all", "--dataset", str(data), "--out", str(out), "-j", "2")
+        assert built.returncode == 1, built.stdout + built.stderr
+        results = [json.loads(p.read_text()) for p in sorted(out.glob("rows/results/*.json"))]
+        assert len(results) == 3 and {r["status"] for r in results} == {"build_failed"}
+        reasons = [r["reason"] for r in results]
+        for reason in reasons:
+            assert "apt-pkgs (Debian packages) step failed" in reason, reason
+            assert f"package {missing} could not be installed" in reason, reason
+        again = [r for r in reasons if "built once in this run, for rows/gen__calc-" in r]
+        assert len(again) == 2, reasons  # the third row built it (this run, not the last)
+        logs = {r["logs"].get("build") for r in results}
+        assert len(logs) == 1 and all(str(log).endswith("build-environment.log") for log in logs)
+        assert "Unable to locate package" in Path(str(logs.pop())).read_text()
+        assert attempt == 2 or len(list(out.glob("rows/logs/*/build-environment.log"))) == 1
