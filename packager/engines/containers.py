@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packager.engines.excerpts import output_excerpt
 from packager.engines.mounts import (
     RunFolders,
     copy_confined_tree,
@@ -629,8 +630,7 @@ def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
         "exit_code": code if isinstance(code, int) else None,
     }
     if not tests and output.is_file():
-        lines = [ln for ln in output.read_text(errors="replace").splitlines() if ln.strip()]
-        evidence["test_tail"] = " | ".join(ln[:200] for ln in lines[-6:])
+        evidence["test_tail"] = output_excerpt(output.read_text(errors="replace"))
     return evidence
 
 
@@ -706,7 +706,7 @@ def decide_status(
         first = oracle[0]
         return "build_failed", (
             f"the environment's test command step failed: it reported no test "
-            f"(exit {first.exit_code}) in any run; last lines: {first.test_tail or '-'}"
+            f"(exit {first.exit_code}) in any run; {first.test_tail or 'no output'}"
         )
     if not any(solved):
         worst = oracle[0]

@@ -226,7 +226,8 @@ class RunResult(Frozen):
     exit_code: int | None = None
     """The test command's exit code."""
     test_tail: str | None = None
-    """The last lines of the test output, kept when it reported no test at all."""
+    """What the test output says went wrong (its first error, else its last lines), kept when
+    it reported no test at all (`engines.excerpts.output_excerpt`)."""
 
 
 class TaskResult(Frozen):

@@ -156,7 +156,10 @@ def test_evidence_of_a_run(tmp_path: Path) -> None:
     output.write_text("collecting...\nImportError: no module named x\n\n")
     found = run_evidence({"tests": {}, "exit_code": 2}, output)
     assert found == {"tests_run": 0, "exit_code": 2, "test_tail": (
-        "collecting... | ImportError: no module named x")}  # fmt: skip
+        "first error: ImportError: no module named x")}  # fmt: skip
+    output.write_text("collecting...\nnothing to see\n")
+    found = run_evidence({"tests": {}, "exit_code": 5}, output)
+    assert found["test_tail"] == "last lines: collecting... | nothing to see"
     assert run_evidence({"tests": {"a": "passed"}, "exit_code": 0}, output)["tests_run"] == 1
     assert run_evidence({"status": "patch_failed"}, output) == {}
 
@@ -404,3 +407,40 @@ def test_a_recipe_without_python_keeps_its_own_base_image() -> None:
     )  # fmt: skip
     assert result.environment.base_image == "golang:1.22" and result.python is None
     assert result.environment.packages == ()  # no Python toolchain without Python
+
+
+SPHINX_NO_TEST = """\
+============================= test session starts ==============================
+collected 1 item / 2 errors
+
+==================================== ERRORS ====================================
+___________________ ERROR collecting tests/test_build_latex.py ___________________
+tests/test_build_latex.py:20: in <module>
+    from sphinx.writers.latex import LaTeXTranslator
+sphinx/writers/latex.py:30: in <module>
+    from docutils.utils.roman import toRoman
+E   ModuleNotFoundError: No module named 'roman'
+=================================== FAILURES ===================================
+_________________________ grading_tripwire_0a1b2c3d4e5f _________________________
+
+    def grading_tripwire_0a1b2c3d4e5f():
+>       raise AssertionError('grading tripwire')
+E       AssertionError: grading tripwire
+=========================== short test summary info ============================
+FAILED tests/test_grading_tripwire_0a1b2c3d4e5f.py::grading_tripwire_0a1b2c3d4e5f
+ERROR tests/test_build_latex.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+"""
+
+
+def test_a_run_without_tests_is_explained_by_its_first_error_not_the_tripwire() -> None:
+    from packager.engines.excerpts import output_excerpt
+
+    text = output_excerpt(SPHINX_NO_TEST)
+    assert text.startswith("module roman is missing; first error: ERROR collecting tests/test_bu")
+    assert "No module named 'roman'" in text
+    assert "tripwire" not in text
+    # Without any error line: the last lines, still without the tripwire's.
+    tail = output_excerpt("ok\nE       AssertionError: grading tripwire\nbye\n")
+    assert tail == "last lines: ok | bye"
+    assert output_excerpt("") == "last lines: -"
