@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packager.engines.excerpts import output_excerpt
+from packager.engines.excerpts import network_hosts, output_excerpt
 from packager.engines.mounts import (
     RunFolders,
     copy_confined_tree,
@@ -629,8 +629,12 @@ def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
         "tests_run": len(tests),
         "exit_code": code if isinstance(code, int) else None,
     }
-    if not tests and output.is_file():
-        evidence["test_tail"] = output_excerpt(output.read_text(errors="replace"))
+    text = output.read_text(errors="replace") if output.is_file() else ""
+    if not tests and text:
+        evidence["test_tail"] = output_excerpt(text)
+    hosts = network_hosts(text)
+    if hosts is not None:
+        evidence["network_hosts"] = hosts
     return evidence
 
 
@@ -700,6 +704,15 @@ def decide_status(
     if broken:
         return "infra_error", f"{broken[0].kind} run: {broken[0].reason}"
     solved = [r.reward == 1.0 for r in oracle]
+    offline = next((r for r in oracle if r.network_hosts is not None), None)
+    if not any(solved) and offline is not None:
+        # Not a verdict on the gold patch either: its tests reach for the network, which
+        # grading does not give (offline by default, as it must be to grade unseen patches).
+        hosts = ", ".join(offline.network_hosts or []) or "no host named in the output"
+        return "needs_network", (
+            f"the gold run's tests tried to reach the network, which grading does not give "
+            f"({hosts}); oracle reward {offline.reward} ({offline.grade_status}: {offline.reason})"
+        )
     if not any(solved) and all(r.tests_run == 0 for r in runs):
         # Not a verdict on the gold patch: the environment cannot run the tests at all (the
         # runner is missing, or collection dies on an import) - a build problem.

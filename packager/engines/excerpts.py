@@ -1,5 +1,6 @@
-"""What a test run that reported no test printed about why: its first error (a collection or
-import error, a missing command), the missing module named, never the grader's own tripwire.
+"""What a test run printed about why it failed: when it reported no test, its first error (a
+collection or import error, a missing command, the missing module named), never the grader's own
+tripwire; and whether it tried to reach the network, which grading does not give, naming hosts.
 """
 
 from __future__ import annotations
@@ -56,3 +57,57 @@ def output_excerpt(text: str) -> str:
     missing = _MISSING.search(lines[first])
     lead = f"module {missing.group(1)} is missing; " if missing else ""
     return f"{lead}first error: " + " | ".join(shown)
+
+
+_OFFLINE = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|No address associated with"
+    r"|nodename nor servname|Network is unreachable|getaddrinfo (ENOTFOUND|EAI_AGAIN)"
+    r"|Could not resolve host|UnknownHostException|no such host|NameResolutionError"
+    r"|Failed to resolve '|ENETUNREACH|EHOSTUNREACH|\[Errno (101|-2|-3|-5)\]",
+    re.IGNORECASE,
+)
+"""How an offline container answers a test that looks up a name or connects out (Python's
+socket and urllib3, glibc, node, Go, curl, Java)."""
+_HOST_PATTERNS = (
+    re.compile(r"\bhost='([^'\s]+)'"),
+    re.compile(r"Failed to resolve '([^'\s]+)'"),
+    re.compile(r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN) ([\w.-]+)"),
+    re.compile(r"connect (?:ENETUNREACH|EHOSTUNREACH) ([\w.:-]+?)(?::\d+)?\b"),
+    re.compile(r"\blookup ([\w.-]+\.[A-Za-z]{2,})\b"),
+    re.compile(r"Could not resolve host: ([\w.-]+)"),
+    re.compile(r"UnknownHostException: ([\w.-]+)"),
+)
+_BLOCK_HOSTS = (
+    re.compile(r"\b(?:https?|wss?|ftp)://([A-Za-z0-9.-]+\.[A-Za-z]{2,}|\d+(?:\.\d+){3})"),
+    re.compile(r"^\s*host = '([^'\s]+)'"),  # a traceback frame's arguments (pytest's long form)
+    re.compile(r"^\s*address = \('([^'\s]+)', \d+\)"),
+)
+"""Where the host is when the error names none (urllib, a bare socket): the URL fetched or a
+frame's `host`/`address` argument, in the failing test's block of output."""
+_BLOCK_START = re.compile(r"^_{3,} .+ _{3,}$|^={3,} .+ ={3,}$")
+"""A pytest section header: where one test's traceback starts."""
+_NEAR = 300
+"""Lines before a network error searched at most for its block's start."""
+_LOCAL = ("localhost", "127.0.0.1", "0.0.0.0", "::1")
+
+
+def network_hosts(text: str) -> list[str] | None:
+    """The hosts a run failed to reach (sorted; empty when the output names none), or None
+    when the output shows no failed network access.
+    """
+    lines = text.splitlines()
+    errors = [i for i, line in enumerate(lines) if _OFFLINE.search(line)]
+    if not errors:
+        return None
+    hosts: set[str] = set()
+    for i in errors:
+        hosts.update(m.group(1) for p in _HOST_PATTERNS for m in p.finditer(lines[i]))
+    if not hosts:  # the message names no host: look in the failing test's block
+        for i in errors:
+            start = next(
+                (j for j in range(i, max(i - _NEAR, 0) - 1, -1) if _BLOCK_START.match(lines[j])),
+                max(i - _NEAR, 0),
+            )
+            for line in lines[start : i + 1]:
+                hosts.update(m.group(1) for p in _BLOCK_HOSTS for m in p.finditer(line))
+    return sorted(h.rstrip(".").lower() for h in hosts if h.rstrip(".").lower() not in _LOCAL)

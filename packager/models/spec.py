@@ -24,6 +24,7 @@ Status = Literal[
     "build_failed",
     "infra_error",
     "needs_judge",
+    "needs_network",
     "nop_mismatch",
     "leak",
     "rendered",
@@ -228,6 +229,9 @@ class RunResult(Frozen):
     test_tail: str | None = None
     """What the test output says went wrong (its first error, else its last lines), kept when
     it reported no test at all (`engines.excerpts.output_excerpt`)."""
+    network_hosts: list[str] | None = None
+    """The test output shows a failed attempt to reach the network (grading is offline): the
+    hosts it names, possibly none (`engines.excerpts.network_hosts`); None when it shows none."""
 
 
 class TaskResult(Frozen):

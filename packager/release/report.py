@@ -90,6 +90,7 @@ STATUS_COLOURS: dict[str, str] = {
     "nop_solved": "#1565c0",
     "nop_mismatch": "#1565c0",
     "needs_judge": "#1565c0",
+    "needs_network": "#1565c0",
 }
 """Status -> bar/badge colour; anything else is grey. Labels carry the meaning, not colours."""
 OTHER_STATUS_COLOUR = "#757575"

@@ -49,6 +49,16 @@ def test_flip() -> None:
     assert seen % 2 == 0
 '''
 
+NETWORK_TEST = '''
+
+def test_fetch() -> None:
+    """Reaches for a service by name: grading is offline, so the lookup fails at once (.invalid
+    never resolves anywhere, so no packet would leave even with a network)."""
+    import urllib.request
+
+    urllib.request.urlopen("http://service.invalid/status", timeout=5)
+'''
+
 
 def _row(instance: str, new_id: str, **changes: Any) -> dict[str, Any]:
     row = next(r for r in sample_rows() if r.get("instance_id") == instance)
@@ -105,6 +115,12 @@ def _rows() -> list[dict[str, Any]]:
             "faults__flaky",
             test_patch=new_file_diff(hidden_path, hidden + FLIP_TEST),
             FAIL_TO_PASS=[*inv["FAIL_TO_PASS"], f"{hidden_path}::test_flip"],
+        ),
+        _row(
+            INV,
+            "faults__network",
+            test_patch=new_file_diff(hidden_path, hidden + NETWORK_TEST),
+            FAIL_TO_PASS=[*inv["FAIL_TO_PASS"], f"{hidden_path}::test_fetch"],
         ),
     ]
 
@@ -177,6 +193,19 @@ def test_gold_patch_that_does_not_apply_is_gold_failed(work: Path, docker_client
     assert apply_log.is_file() and str(apply_log) in result["reason"]
     assert "patch" in apply_log.read_text()
     assert result["oracle"][0]["apply_excerpt"]
+    _assert_no_containers(docker_client, task)
+
+
+def test_gold_run_that_needs_the_network_is_needs_network(work: Path, docker_client: Any) -> None:
+    task = "faults__network"
+    proc = _package(work, task, "--oracle-runs", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = _result(work, task)
+    assert result["status"] == "needs_network", result
+    assert "(service.invalid)" in result["reason"], result["reason"]
+    assert result["oracle"][0]["network_hosts"] == ["service.invalid"]
+    assert result["oracle"][0]["reward"] < 1.0  # the hidden tests weigh in the formula
+    assert "needs_network" in proc.stdout
     _assert_no_containers(docker_client, task)
 
 

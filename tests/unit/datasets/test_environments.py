@@ -444,3 +444,75 @@ def test_a_run_without_tests_is_explained_by_its_first_error_not_the_tripwire() 
     tail = output_excerpt("ok\nE       AssertionError: grading tripwire\nbye\n")
     assert tail == "last lines: ok | bye"
     assert output_excerpt("") == "last lines: -"
+
+
+NETWORK_OUTPUTS = {
+    # requests over urllib3 1.x, name resolution refused
+    "E   requests.exceptions.ConnectionError: HTTPConnectionPool(host='httpbin.org', port=80): "
+    "Max retries exceeded with url: /get (Caused by NewConnectionError('<urllib3.connection."
+    "HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno -3] Temporary "
+    "failure in name resolution'))": ["httpbin.org"],
+    # urllib3 2.x
+    "urllib3.exceptions.NameResolutionError: <urllib3.connection.HTTPSConnection object at 0x7f>"
+    ": Failed to resolve 'pypi.org' ([Errno -3] Temporary failure in name resolution)": [
+        "pypi.org"
+    ],
+    # a connect timeout expected from a non-routable address, refused at once offline
+    "ConnectionError: HTTPConnectionPool(host='10.255.255.1', port=80): Max retries exceeded "
+    "with url: / (Caused by NewConnectionError('...: [Errno 101] Network is unreachable'))": [
+        "10.255.255.1"
+    ],
+    "Error: getaddrinfo ENOTFOUND registry.npmjs.org": ["registry.npmjs.org"],
+    "dial tcp: lookup proxy.golang.org on 127.0.0.11:53: dial udp 127.0.0.11:53: connect: "
+    "network is unreachable": ["proxy.golang.org"],
+    "curl: (6) Could not resolve host: example.org": ["example.org"],
+    # urllib names no host: the URL fetched just before
+    '>       urllib.request.urlopen("http://service.invalid/get", timeout=5)\n'
+    "E   urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>": [
+        "service.invalid"
+    ],
+    "socket.gaierror: [Errno -2] Name or service not known": [],
+    # pytest's long traceback: the URL far above, the frame's arguments nearer
+    "________________________________ test_fetch ________________________________\n"
+    '>       urllib.request.urlopen("http://service.invalid/status", timeout=5)\n'
+    + "\n" * 60
+    + "host = 'service.invalid', port = 80, family = 0\n"
+    + "E       socket.gaierror: [Errno -3] Temporary failure in name resolution\n"
+    + "\n" * 60
+    + "E   urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"
+    + "": ["service.invalid"],
+    "___ test_a ___\nsee http://other.example/\n___ test_b ___\naddress = ('db.example', 5432)"
+    "\nE   socket.gaierror: [Errno -2] Name or service not known": ["db.example"],
+}
+
+
+@pytest.mark.parametrize("text", list(NETWORK_OUTPUTS))
+def test_a_failed_network_access_names_its_hosts(text: str) -> None:
+    from packager.engines.excerpts import network_hosts
+
+    assert network_hosts("collected 3 items\n" + text + "\n1 failed\n") == NETWORK_OUTPUTS[text]
+
+
+def test_output_without_network_access_names_none() -> None:
+    from packager.engines.excerpts import network_hosts
+
+    assert network_hosts("E   AssertionError: assert 1 == 2\nsee http://example.org/x\n") is None
+    assert network_hosts("") is None
+
+
+def test_a_gold_run_that_needed_the_network_is_needs_network_not_gold_failed() -> None:
+    def offline(kind: str, reward: float, hosts: list[str] | None) -> RunResult:
+        return _run(kind, reward, 5).model_copy(update={"network_hosts": hosts})
+
+    oracle = [offline("oracle", 0.0, ["httpbin.org"]), offline("oracle", 0.0, ["httpbin.org"])]
+    status, reason = decide_status(oracle, offline("nop", 0.0, ["httpbin.org"]), None)
+    assert status == "needs_network"
+    assert reason is not None and "(httpbin.org)" in reason
+    status, reason = decide_status([offline("oracle", 0.0, [])], _run("nop", 0.0, 5), None)
+    assert status == "needs_network" and reason is not None and "no host named" in reason
+    # A gold run that passes with network errors in its output (a test expecting them) verifies.
+    status, _ = decide_status([offline("oracle", 1.0, ["a.b"])], offline("nop", 0.0, ["a.b"]), None)
+    assert status == "verified"
+    # Without network errors a failing gold run stays gold_failed.
+    status, _ = decide_status([offline("oracle", 0.0, None)], _run("nop", 0.0, 5), None)
+    assert status == "gold_failed"
