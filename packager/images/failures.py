@@ -30,6 +30,16 @@ _PACKAGE_PATTERNS = (
     re.compile(r"Package '?([^\s']+)'? has no installation candidate"),
 )
 TAIL_LINES = 6
+_UNTRUSTED = re.compile(
+    r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|problem confirming the ssl certificate"
+    r"|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT|unable to get local issuer certificate",
+    re.IGNORECASE,
+)
+"""A package index (pip, npm, apt over https) whose TLS certificate the build does not trust."""
+CA_HINT = (
+    "the package index's TLS certificate is not trusted inside the build: pass --ca-bundle "
+    "with the CA bundle this host trusts (the one its pip uses)"
+)
 
 
 @dataclass(frozen=True)
@@ -42,12 +52,16 @@ class Failure:
     """The package pip or apt could not install, when the log names one."""
     tail: tuple[str, ...]
     """The last lines that step printed."""
+    untrusted: bool = False
+    """The step's downloads failed on a TLS certificate the build does not trust."""
 
     def sentence(self) -> str:
         """One line for a task's reason."""
         text = f"the environment's {self.step} step failed"
         if self.package:
             text += f": package {self.package} could not be installed"
+        if self.untrusted:
+            text += f" ({CA_HINT})"
         if self.tail:
             text += "; last lines: " + " | ".join(self.tail)
         return text
@@ -114,4 +128,5 @@ def explain(log_text: str, env: Environment) -> Failure | None:
             if found:
                 package = found.group(1).rstrip(".,:")
     tail = tuple(line[:200] for line in output[-TAIL_LINES:])
-    return Failure(_step_name(match.group(1), env), package, tail)
+    untrusted = any(_UNTRUSTED.search(line) for line in output)
+    return Failure(_step_name(match.group(1), env), package, tail, untrusted)

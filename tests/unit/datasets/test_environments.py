@@ -127,6 +127,19 @@ def test_the_failed_build_step_is_named_in_recipe_terms(
     assert "ERROR: The command" not in sentence and "--->" not in sentence
 
 
+def test_an_untrusted_index_certificate_asks_for_the_ca_bundle() -> None:
+    output = (
+        "WARNING: Retrying (Retry(total=0)) after connection broken by 'SSLError(SSLCertVerifi"
+        "cationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed'))'",
+        "ERROR: No matching distribution found for python-dateutil",
+    )
+    failure = explain(_log("RUN python -m pip install -e .", *output), ENV)
+    assert failure is not None and failure.untrusted and failure.package == "python-dateutil"
+    assert "pass --ca-bundle" in failure.sentence()
+    plain = explain(_log("RUN python -m pip install -e .", output[1]), ENV)
+    assert plain is not None and not plain.untrusted and "--ca-bundle" not in plain.sentence()
+
+
 def _run(kind: str, reward: float, tests_run: int | None, code: int | None = 1) -> RunResult:
     return RunResult(
         kind=kind,  # type: ignore[arg-type]
