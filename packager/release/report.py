@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import get_args
 
 from packager.models.spec import RunResult, Status, TaskResult
+from packager.release.causes import by_cause
 
 
 def fmt_reward(value: float | None) -> str:
@@ -56,6 +57,8 @@ def table_rows(results: Iterable[TaskResult]) -> list[list[str]]:
 
 
 HEADERS = ["task", "status", "oracle", "nop", "python", "seconds", "logs"]
+CAUSE_IDS = 5
+"""Instance ids shown per cause in report.md (the table below lists every task)."""
 
 
 def make_markdown(dataset: str, results: list[TaskResult]) -> str:
@@ -67,6 +70,15 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
     lines.append("|" + "---|" * len(HEADERS))
     for row in table_rows(results):
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    groups = by_cause(results)
+    if groups:
+        lines += ["", "## Not verified, by cause", "", "| cause | tasks | which |", "|---|---|---|"]
+        for name, ids in groups:
+            shown = ", ".join(ids[:CAUSE_IDS]) + (
+                f", … {len(ids) - CAUSE_IDS} more" if len(ids) > CAUSE_IDS else ""
+            )
+            cell = name.replace("|", "\\|")
+            lines.append(f"| {cell} | {len(ids)} | {shown} |")
     reasons = [r for r in results if r.reason]
     if reasons:
         lines += ["", "## Reasons", ""]
@@ -355,6 +367,18 @@ def make_html(
     parts += _status_chart(counts)
     parts.append("<h2>Seconds per stage per task</h2>")
     parts += _stage_chart(ordered)
+    groups = by_cause(ordered)
+    if groups:
+        parts.append(
+            '<h2>Not verified, by cause</h2><table id="causes"><thead><tr>'
+            "<th>cause</th><th>tasks</th><th>which</th></tr></thead><tbody>"
+        )
+        for name, ids in groups:
+            parts.append(
+                f'<tr><td>{_e(name)}</td><td class="num">{len(ids)}</td>'
+                f"<td>{_e(', '.join(ids))}</td></tr>"
+            )
+        parts.append("</tbody></table>")
     parts.append("<h2>Tasks</h2>")
     parts += _table(ordered)
     if quality:
