@@ -13,9 +13,22 @@ TREE = HERE / "tree"
 
 
 def render_samples(out: Path) -> Path:
-    """Render every sample row into `out`; returns the dataset folder."""
+    """Render every sample row into `out`; returns the dataset folder. Published harness images
+    are never used (`--prebuilt never`), which is what `auto` renders when the engine lacks
+    them: the tree must not depend on what images the engine has (a test that made one).
+    """
     subprocess.run(
-        [sys.executable, "-m", "packager", "render", "--all", "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "packager",
+            "render",
+            "--all",
+            "--prebuilt",
+            "never",
+            "--out",
+            str(out),
+        ],
         check=True,
         capture_output=True,
     )
