@@ -151,6 +151,14 @@ class SelectionConfig(_Section):
             "it, recorded as toolchain_used) or never (refuse the row, exit 2)."
         ),
     )
+    strict_environment: bool = Field(
+        False,
+        description=(
+            "A package of a conda list or environment.yml that pip cannot install fails the "
+            "build, naming it and the spec key (default: dropped, recorded as "
+            "environment.dropped in the result, and the tests decide)."
+        ),
+    )
 
 
 class BuildConfig(_Section):

@@ -54,6 +54,9 @@ class Context:
     toolchain_fallback: ToolchainFallback = "nearest"
     """`--toolchain-fallback`: likewise for a harness spec's Node, Go, Rust, JDK, PHP or Ruby
     version Debian does not ship."""
+    strict_environment: bool = False
+    """`--strict-environment`: a conda package pip cannot install fails the build (else it is
+    dropped and recorded)."""
 
     def python_available(self, image: str) -> bool:
         """Whether an image (an official Python one) can be used: present or pullable."""
@@ -106,7 +109,11 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
     name = schema or detect_schema(row)
     task = row_id(row) or "<no instance_id>"
     try:
-        return get_adapter(name)(row, ctx)
+        spec = get_adapter(name)(row, ctx)
+        if ctx.strict_environment and spec.environment.drop_unavailable:
+            env = spec.environment.model_copy(update={"drop_unavailable": False})
+            spec = spec.model_copy(update={"environment": env})
+        return spec
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "<row>"

@@ -95,6 +95,16 @@ CONDA_PACKAGES_FILE = "conda-packages.txt"
 """The requirements file a recipe's conda package list (`packages: "numpy scipy=1.5"`) is
 written to, as pip requirements (packager.datasets.conda)."""
 
+
+def conda_derived(requirements_file: str) -> bool:
+    """Whether an environment's requirements file was converted from conda package names (a
+    recipe's conda list, or an environment.yml read from the repository): pip may lack some.
+    """
+    return requirements_file == CONDA_PACKAGES_FILE or requirements_file.endswith(
+        (".yml.txt", ".yaml.txt")
+    )
+
+
 NON_TEST_EXTS = (
     ".json",
     ".png",

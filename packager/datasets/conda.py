@@ -5,8 +5,10 @@ The SWE-bench harness creates its environments with conda; its specs name conda 
 each conda package becomes a pip requirement with the same name and pin where pip has it, or
 the name in `CONDA_TO_PIP` where the two differ. Nothing is dropped silently: the interpreter
 (`python`) and the installer (`pip`) are the only entries not turned into requirements, and each
-conversion says what it did with them (`notes`). A package pip cannot install fails the build,
-and the build's failure names it and the spec key it came from (`packager.images.failures`).
+conversion says what it did with them (`notes`). A package pip cannot install is dropped at
+build time by the pip helper (`--drop-unavailable`) and recorded, or with `--strict-environment`
+fails the build, whose failure names it and the spec key it came from
+(`packager.images.failures`).
 Pure: text in, requirement lines out.
 """
 

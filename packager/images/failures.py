@@ -67,7 +67,8 @@ class Failure:
         return text
 
 
-def _requirements_step(name: str) -> str:
+def requirements_step(name: str) -> str:
+    """The spec key a requirements file of the agent context was written from."""
     if name == A.CONDA_PACKAGES_FILE:
         return "packages (the conda package list, as pip requirements)"
     if name == "requirements.frozen.txt":
@@ -90,7 +91,7 @@ def _step_name(instruction: str, env: Environment) -> str:
     pip = "pip install" in command or HELPER in command  # the wheelhouse's pip helper
     match = re.search(r"/tmp/packager-requirements/(\S+)", command)
     if match and pip:
-        return _requirements_step(match.group(1).strip("'\""))
+        return requirements_step(match.group(1).strip("'\""))
     if pip and env.pip_packages:
         return "pip_packages"
     if "apt-get install" in command and env.packages and all(p in command for p in env.packages):

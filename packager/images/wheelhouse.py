@@ -46,6 +46,9 @@ HOST_SUFFIX = ".packager-wheelhouse.invalid"
 elsewhere, so a build without the entry falls back at once)."""
 HELPER = "packager-pip.py"
 """The pip helper's name in the agent context (templates/harbor/environment)."""
+DROPPED = "packager-pip: dropped "
+"""How the helper's build output says it dropped a requirement pip cannot install
+(`--drop-unavailable`): `<prefix><requirement> from <file>: ...`."""
 MAX_WHEEL_BYTES = 2 * 1024**3
 _KEY = re.compile(r"[0-9a-f]{16}")
 _WHEEL = re.compile(r"[A-Za-z0-9_.+!-]+\.whl")

@@ -99,6 +99,10 @@ class Environment(Frozen):
     """Candidate environment.yml files, likewise; read as pip requirements
     (packager.datasets.conda)."""
     source_commit: str | None = None
+    drop_unavailable: bool = True
+    """Requirements converted from conda package names (`A.conda_derived` files) that pip
+    cannot install are dropped and recorded rather than failing the build (False:
+    `--strict-environment`)."""
     pip_packages: tuple[str, ...] = ()
     """Packages installed with pip after the requirement files."""
     packages: tuple[str, ...] = ()

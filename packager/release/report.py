@@ -79,6 +79,10 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
             )
             cell = name.replace("|", "\\|")
             lines.append(f"| {cell} | {len(ids)} | {shown} |")
+    dropped = [r for r in results if r.environment.get("dropped")]
+    if dropped:
+        lines += ["", "## Dropped from environments (pip could not install them)", ""]
+        lines += [f"- `{r.instance_id}`: {r.environment['dropped']}" for r in dropped]
     reasons = [r for r in results if r.reason]
     if reasons:
         lines += ["", "## Reasons", ""]
@@ -301,10 +305,11 @@ def _table(ordered: list[TaskResult]) -> list[str]:
             f'<td>{_e(python)}</td><td class="num">{_e(seconds)}</td>'
             f"<td><code>{_e(logs)}</code></td></tr>"
         )
-        if result.reason:
-            parts.append(
-                f'<tr class="reason"><td colspan="{len(HEADERS)}">{_e(result.reason)}</td></tr>'
-            )
+        notes = [result.reason] if result.reason else []
+        if result.environment.get("dropped"):
+            notes.append(f"dropped from the environment: {result.environment['dropped']}")
+        for note in notes:
+            parts.append(f'<tr class="reason"><td colspan="{len(HEADERS)}">{_e(note)}</td></tr>')
     parts.append("</tbody></table>")
     return parts
 

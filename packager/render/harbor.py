@@ -165,7 +165,7 @@ def _last_user(dockerfile: str) -> str | None:
 
 
 def _agent_context(spec: TaskSpec) -> FileTree:
-    from packager.adapters.assumptions import VENV, VENV_TOOLS
+    from packager.adapters.assumptions import VENV, VENV_TOOLS, conda_derived
     from packager.adapters.ecswe import SNAPSHOT_MARK
 
     env = spec.environment
@@ -190,6 +190,11 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 pip_helper=pip_helper,
                 pre_install=list(env.pre_install),
                 requirements=list(env.requirements),
+                droppable=[
+                    name
+                    for name in env.requirements
+                    if pip_helper and env.drop_unavailable and conda_derived(name)
+                ],
                 pip_packages=list(env.pip_packages),
                 install=list(env.install),
                 env=sorted(env.env.items()),

@@ -108,6 +108,20 @@ class BuildOutcome:
             seconds["snapshot"] = self.snapshot_seconds
         return seconds
 
+    @property
+    def dropped(self) -> list[str]:
+        """Requirements the environment's build dropped (pip could not install them), each
+        with the spec key it came from: recorded per environment image, so a task built on an
+        image another task built reports them too.
+        """
+        from packager.run.environment import dropped_in_log, dropped_packages
+
+        if self.environment_image is not None:
+            return dropped_packages(self.environment_image)
+        if self.agent.built and self.agent.log:  # no environment image: its own log says
+            return dropped_in_log(Path(self.agent.log).read_text(errors="replace"))
+        return []
+
     def logs(self) -> dict[str, str]:
         """Build logs, as a result's `logs` keys them."""
         logs = {

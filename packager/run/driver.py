@@ -137,6 +137,7 @@ def open_selection(cfg: SelectionConfig) -> Selection:
         languages=cfg.language,
         python_fallback=cfg.python_fallback,
         toolchain_fallback=cfg.toolchain_fallback,
+        strict_environment=cfg.strict_environment,
     )
 
 

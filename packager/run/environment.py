@@ -5,6 +5,7 @@ environment build it once and their agent builds take those layers from the engi
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Mapping
@@ -131,7 +132,7 @@ def ensure_environment(
         if failed is not None:
             raise failed
         try:
-            return build.build_image(  # returns at once when the holder before us built it
+            outcome = build.build_image(  # returns at once when the holder before us built it
                 client,
                 task=task,
                 role="environment",
@@ -146,6 +147,62 @@ def ensure_environment(
         except BuildError as exc:
             _record_failure(key, exc)
             raise
+        if outcome.built and outcome.log_path is not None:
+            record_dropped(tag, outcome.log_path)
+        return outcome
+
+
+def _dropped_file(tag: str) -> Path:
+    from packager.run.store import cache_root
+
+    return cache_root() / "environments" / f"{tag.rsplit(':', 1)[1]}.dropped.json"
+
+
+def dropped_in_log(text: str) -> list[str]:
+    """What a build log says the pip helper dropped: `requirement (spec key)` each, in order."""
+    from packager.images.failures import requirements_step
+    from packager.images.wheelhouse import DROPPED
+
+    found = []
+    for line in text.splitlines():
+        at = line.find(DROPPED)
+        if at < 0:
+            continue
+        requirement, _, rest = line[at + len(DROPPED) :].partition(" from ")
+        name = rest.split(":", 1)[0].strip()
+        entry = f"{requirement.strip()} ({requirements_step(name)})"
+        if requirement.strip() and entry not in found:
+            found.append(entry)
+    return found
+
+
+def record_dropped(tag: str, log_path: Path) -> list[str]:
+    """Keep, beside the machine's environment images, what the build of `tag` dropped (read
+    from its log): every task later built on that image reports it, not only the one that
+    built it.
+    """
+    import json
+
+    dropped = dropped_in_log(log_path.read_text(encoding="utf-8", errors="replace"))
+    path = _dropped_file(tag)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(dropped))
+    tmp.replace(path)
+    return dropped
+
+
+def dropped_packages(tag: str | None) -> list[str]:
+    """What the build of environment image `tag` dropped (empty when nothing, or unknown)."""
+    import json
+
+    if tag is None:
+        return []
+    try:
+        found = json.loads(_dropped_file(tag).read_text())
+    except (OSError, ValueError):
+        return []
+    return [str(x) for x in found] if isinstance(found, list) else []
 
 
 def _failure_file(key: str) -> Path:

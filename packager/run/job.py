@@ -74,6 +74,26 @@ class _Finish:
         )
 
 
+def with_dropped(reason: str | None, dropped: str | None) -> str | None:
+    """A reason that names a module missing at test time, with the dropped requirement it
+    belongs to when the environment's build dropped one of that name (a conda-only package).
+    """
+    import re
+
+    if not reason or not dropped:
+        return reason
+    missing = {m.lower() for m in re.findall(r"No module named '?([\w]+)", reason)}
+    missing |= {m.lower() for m in re.findall(r"module ([\w]+)[\w.]* is missing", reason)}
+
+    def module(entry: str) -> str:
+        return re.split(r"[^\w-]", entry, maxsplit=1)[0].lower().replace("-", "_")
+
+    hit = [d for d in dropped.split("; ") if module(d) in missing]
+    if not hit:
+        return reason
+    return f"{reason} (dropped from the environment, pip could not install it: {'; '.join(hit)})"
+
+
 class TaskJob:
     """One task's build → audit → verify on one engine (`client`), with the settings every task
     of a run shares (`job`: its output paths, repository sources, build options, runs).
@@ -194,6 +214,9 @@ class TaskJob:
         environment = environment_facts(spec, built.flattened_from)
         if built.environment_image is not None:
             environment["image"] = built.environment_image
+        dropped = built.dropped
+        if dropped:
+            environment["dropped"] = "; ".join(dropped)
         log_dir = str(self.job.paths.log_dir(spec.provenance.slug))
         finish = _Finish(self._base(spec), log_dir, images, image_ids, durations, logs, environment)
         return Staged(spec, images, image_ids, durations, logs, finish, environment)
@@ -297,7 +320,11 @@ def run_stage(
             )
         )
         return verified.model_copy(
-            update={"image_ids": staged.image_ids, "environment": staged.environment}
+            update={
+                "image_ids": staged.image_ids,
+                "environment": staged.environment,
+                "reason": with_dropped(verified.reason, staged.environment.get("dropped")),
+            }
         )
     except Cancelled:
         raise

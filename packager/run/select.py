@@ -47,6 +47,8 @@ class Selection:
     """`--python-fallback`: substitute the nearest served Python, or refuse the row."""
     toolchain_fallback: Literal["nearest", "never"] = "nearest"
     """`--toolchain-fallback`: likewise for the toolchains of a harness spec."""
+    strict_environment: bool = False
+    """`--strict-environment`: a conda package pip cannot install fails the build."""
 
     def wants(self, spec: TaskSpec) -> bool:
         """Whether an adapted row passes the repository and language filters."""
@@ -78,6 +80,7 @@ class Selection:
             can_pull=_engine_can_pull,
             python_fallback=self.python_fallback,
             toolchain_fallback=self.toolchain_fallback,
+            strict_environment=self.strict_environment,
         )
 
 

@@ -90,3 +90,38 @@ def test_a_failing_environment_fails_once_per_run(tmp_path: Path, docker_client:
         assert len(logs) == 1 and all(str(log).endswith("build-environment.log") for log in logs)
         assert "Unable to locate package" in Path(str(logs.pop())).read_text()
         assert attempt == 2 or len(list(out.glob("rows/logs/*/build-environment.log"))) == 1
+
+
+def test_a_conda_package_pip_cannot_install_is_dropped_and_recorded(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """A recipe's conda list naming a package the index lacks: the build drops it (the helper
+    says so), every row of the environment records it, the tests decide; with
+    --strict-environment the build fails naming the package and the spec key."""
+    data = generate(tmp_path / "ds", 2)
+    recipes = tmp_path / "ds" / "recipes.yaml"
+    missing = f"packager-no-such-dist-{uuid.uuid4().hex[:8]}"
+    recipes.write_text(recipes.read_text() + f'  packages: "six=1.16 {missing}"\n')
+    key = "packages (the conda package list, as pip requirements)"
+    out = tmp_path / "out"
+    ca_bundle = "/etc/ssl/certs/ca-certificates.crt"  # pip inside builds reaches the index
+    base = ["--all", "--dataset", str(data), "--ca-bundle", ca_bundle, "-j", "2"]
+    done = run_cli("package", *base, "--out", str(out), "--oracle-runs", "1", timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    paths = [p for p in sorted(out.glob("rows/results/*.json")) if p.name.count(".") == 1]
+    results = [json.loads(p.read_text()) for p in paths]
+    assert [r["status"] for r in results] == ["verified", "verified"]
+    for result in results:  # the row that built the environment and the one that reused it
+        assert result["environment"]["dropped"] == f"{missing} ({key})", result["environment"]
+    env_log = next(out.glob("rows/logs/*/build-environment.log")).read_text()
+    assert f"packager-pip: dropped {missing} from conda-packages.txt" in env_log
+    assert re.search(r"Successfully installed .*six-1\.16", env_log), env_log[-2000:]
+    report = (out / "rows" / "report.md").read_text()
+    assert f"- `gen__calc-0`: {missing} ({key})" in report, report
+
+    strict = tmp_path / "strict"
+    failed = run_cli("build", *base, "--out", str(strict), "--strict-environment", timeout=1200)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    for path in [p for p in sorted(strict.glob("rows/results/*.json")) if p.name.count(".") == 1]:
+        reason = json.loads(path.read_text())["reason"]
+        assert f"{key} step failed: package {missing} could not be installed" in reason, reason

@@ -19,6 +19,10 @@
 # every core (the files and the .pyc files are those pip writes; pip compiles on one core).
 # With the wheelhouse, a distribution's byte code compiled before is reused (checked against
 # the sources' sha256) and what is compiled here is uploaded: see compile_site.
+# `--drop-unavailable -r FILE` (a requirements file converted from conda's package names): a
+# requirement of FILE that pip cannot install (no distribution on the index, or none that
+# builds here) is dropped, said on a line of its own (DROPPED) and the install run again; the
+# tests decide whether the package mattered.
 # Runs on every Python a recipe may use: no f-strings, stdlib only.
 # ruff: noqa: T201, UP030, UP032 - printed for the build log; older Pythons
 import hashlib
@@ -76,12 +80,87 @@ PARALLEL = sys.version_info >= (3, 7)  # the .pyc header compile_site checks: PE
 ELSEWHERE = ("-t", "--target", "--prefix", "--root", "--user")
 
 
+LAST_OUTPUT = []
+"""The lines the last pip run printed (what --drop-unavailable reads)."""
+
+
 def pip(*args, **kwargs):
     command = kwargs.get("runner") or [sys.executable, "-m", "pip"]
     command = command + list(args)
     print("packager-pip: $ " + " ".join(command))
     sys.stdout.flush()
-    return subprocess.call(command)
+    del LAST_OUTPUT[:]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for raw in iter(process.stdout.readline, b""):  # shown as it comes, and kept
+        line = raw.decode("utf-8", "replace")
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        LAST_OUTPUT.append(line.rstrip("\n"))
+    process.stdout.close()
+    return process.wait()
+
+
+DROPPED = "packager-pip: dropped "
+_UNAVAILABLE = (
+    r"No matching distribution found for ([^\s;]+)",
+    r"Could not find a version that satisfies the requirement ([^\s;]+)",
+    r"Failed building wheel for ([^\s;]+)",
+    r"Failed to build installable wheels for some pyproject\.toml based projects \(([^)]+)\)",
+    r"Could not build wheels for ([^\s,]+)",
+    r"Failed to build ([\w.-]+(?: [\w.-]+)*)\s*$",
+)
+
+
+def requirement_key(text):
+    """A requirement's project name, normalised (PEP 503), or '' for an option line."""
+    import re
+
+    found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text)
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower() if found else ""
+
+
+def unavailable(lines):
+    """Names pip said it could not install (none found, none built), normalised."""
+    import re
+
+    names = set()
+    for line in lines:
+        for pattern in _UNAVAILABLE:
+            for found in re.finditer(pattern, line):
+                for word in re.split(r"[\s,]+", found.group(1)):
+                    if requirement_key(word):
+                        names.add(requirement_key(word))
+    return names
+
+
+def drop_unavailable(args):
+    """`main(ARGS)` with ARGS naming `-r FILE`: while it fails on requirements of FILE that pip
+    cannot install, drop them (said on DROPPED lines) and run it again.
+    """
+    at = args.index("-r") + 1
+    path = args[at]
+    with open(path) as handle:
+        kept = handle.read().splitlines()
+    work = tempfile.mkdtemp(prefix="packager-drop-")
+    current = os.path.join(work, os.path.basename(path))
+    try:
+        while True:
+            with open(current, "w") as handle:
+                handle.write("".join(line + "\n" for line in kept))
+            code = main(args[:at] + [current] + args[at + 1 :])
+            failed = unavailable(LAST_OUTPUT)
+            gone = [line for line in kept if requirement_key(line) in failed]
+            if code == 0 or not gone:
+                return code
+            for line in gone:
+                print(
+                    "{0}{1} from {2}: no distribution pip can install here".format(
+                        DROPPED, line.strip(), os.path.basename(path)
+                    )
+                )
+            kept = [line for line in kept if line not in gone]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def compiles_after(args):
@@ -467,4 +546,6 @@ def main(args):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--drop-unavailable"]:
+        sys.exit(drop_unavailable(sys.argv[2:]))
     sys.exit(main(sys.argv[1:]))

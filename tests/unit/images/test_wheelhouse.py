@@ -6,6 +6,7 @@ and the render that ships the helper only with a Python recipe that installs wit
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -466,3 +467,58 @@ def test_what_a_failed_pip_installed_is_compiled_too(
     monkeypatch.setattr(module, "pip", half_install)
     assert module.install(["--no-cache-dir", "half"]) == 1
     assert _value(Path(importlib.util.cache_from_source(str(site / "half" / "__init__.py")))) == 4
+
+
+def test_the_helper_drops_conda_packages_pip_cannot_install_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = _helper(monkeypatch, "127.0.0.1\tlocalhost\n", tmp_path)
+    reqs = tmp_path / "environment.yml.txt"
+    reqs.write_text("numpy==1.23.*\ncdms2\nHDF5>=1.10\ncartopy\n")
+    outputs = iter(
+        [
+            ["ERROR: Could not find a version that satisfies the requirement cdms2 (from -r x)",
+             "ERROR: No matching distribution found for cdms2"],
+            ["ERROR: No matching distribution found for hdf5>=1.10"],
+            ["ERROR: Failed to build installable wheels for some pyproject.toml based projects "
+             "(cartopy)"],
+            [],
+        ]
+    )  # fmt: skip
+    seen: list[list[str]] = []
+
+    def main(args: list[str]) -> int:
+        seen.append(Path(args[args.index("-r") + 1]).read_text().split())
+        module.LAST_OUTPUT[:] = next(outputs)
+        return 1 if module.LAST_OUTPUT else 0
+
+    monkeypatch.setattr(module, "main", main)
+    assert module.drop_unavailable(["--quiet", "-r", str(reqs)]) == 0
+    assert seen == [
+        ["numpy==1.23.*", "cdms2", "HDF5>=1.10", "cartopy"],
+        ["numpy==1.23.*", "HDF5>=1.10", "cartopy"],
+        ["numpy==1.23.*", "cartopy"],
+        ["numpy==1.23.*"],
+    ]
+    said = [
+        line for line in capsys.readouterr().out.splitlines() if line.startswith(module.DROPPED)
+    ]
+    assert said == [
+        f"{module.DROPPED}{name} from environment.yml.txt: no distribution pip can install here"
+        for name in ("cdms2", "HDF5>=1.10", "cartopy")
+    ]
+    assert reqs.read_text().split() == ["numpy==1.23.*", "cdms2", "HDF5>=1.10", "cartopy"]
+    # A failure that names no requirement of the file (a conflict) is returned as it is.
+    outputs = iter([["ERROR: ResolutionImpossible: numpy==1.23.* and pandas>=2"]])
+    assert module.drop_unavailable(["-r", str(reqs)]) == 1
+
+
+def test_the_helpers_pip_shows_and_keeps_what_pip_printed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    module = _helper(monkeypatch, "127.0.0.1\tlocalhost\n", tmp_path)
+    code = module.pip("-c", "import sys; print('one'); sys.stderr.write('two\\n'); sys.exit(3)",
+                      runner=[sys.executable])  # fmt: skip
+    assert code == 3
+    assert module.LAST_OUTPUT == ["one", "two"]
+    assert "one\ntwo\n" in capfd.readouterr().out

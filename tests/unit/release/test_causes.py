@@ -89,3 +89,11 @@ def test_reports_group_tasks_by_cause_with_counts() -> None:
     page = make_html("d", results)
     assert '<table id="causes">' in page and "<td>network: httpbin.org</td>" in page
     assert "by cause" not in make_markdown("d", [_result("a", "verified")])
+
+
+def test_reports_list_what_environments_dropped() -> None:
+    kept = _result("x", "verified", dropped="cdms2 (packages (environment.yml: e.yml))")
+    md = make_markdown("d", [kept, _result("y", "verified")])
+    assert "## Dropped from environments" in md
+    assert "- `x`: cdms2 (packages (environment.yml: e.yml))" in md and "`y`:" not in md
+    assert "dropped from the environment: cdms2 (packages" in make_html("d", [kept])

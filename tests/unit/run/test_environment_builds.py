@@ -126,3 +126,21 @@ def test_a_second_holder_waits_and_a_check_can_stop_the_wait(
         assert len(failed) == 1
     with machine_lock("env-test", check=stop):  # free again: no wait, no check
         pass
+
+
+def test_drops_are_read_from_the_build_log_with_their_spec_key() -> None:
+    from packager.run.environment import dropped_in_log
+
+    log = (
+        "Step 9/14 : RUN python /tmp/packager-pip.py --drop-unavailable -r "
+        "/tmp/packager-requirements/ci__requirements__environment.yml.txt\n"
+        "ERROR: No matching distribution found for cdms2\n"
+        "packager-pip: dropped cdms2 from ci__requirements__environment.yml.txt: no "
+        "distribution pip can install here\n"
+        "packager-pip: dropped hdf5 from ci__requirements__environment.yml.txt: no "
+        "distribution pip can install here\n"
+        "packager-pip: dropped cdms2 from ci__requirements__environment.yml.txt: again\n"
+    )
+    key = "packages (environment.yml: ci/requirements/environment.yml, as pip requirements)"
+    assert dropped_in_log(log) == [f"cdms2 ({key})", f"hdf5 ({key})"]
+    assert dropped_in_log("Step 1/2 : FROM x\n") == []

@@ -168,3 +168,20 @@ def test_a_verified_job_records_its_run_stage_wall_and_its_environment_image(
     assert result.durations["snapshot"] == 1.5
     assert 0.2 <= result.durations["verify"] < 5
     assert result.environment["image"] == "packager/environment:e"
+
+
+def test_a_reason_naming_a_dropped_module_says_it_was_dropped() -> None:
+    from packager.run.job import with_dropped
+
+    dropped = "cdms2 (packages (environment.yml: ci/env.yml, as pip requirements)); hdf5 (x)"
+    reason = (
+        "… module cdms2 is missing; first error: E ModuleNotFoundError: No module named 'cdms2'"
+    )
+    said = with_dropped(reason, dropped)
+    assert said is not None and said.startswith(reason)
+    tail = "(packages (environment.yml: ci/env.yml, as pip requirements)))"
+    assert said.endswith(f"(dropped from the environment, pip could not install it: cdms2 {tail}")
+    plain = "oracle reward 0.0 (graded: F2P: 1 not passed)"
+    assert with_dropped(plain, dropped) == plain
+    assert with_dropped("No module named 'numpy'", dropped) == "No module named 'numpy'"
+    assert with_dropped(reason, None) == reason and with_dropped(None, dropped) is None
