@@ -151,6 +151,14 @@ class SelectionConfig(_Section):
             "it, recorded as toolchain_used) or never (refuse the row, exit 2)."
         ),
     )
+    as_of: str = Field(
+        "none",
+        description=(
+            "pip resolves a Python environment as of: created (the row's created_at), a date "
+            "(2020-06-01 or 2020-06-01T12:00:00Z), or none (now). Pins in the spec still win; "
+            "served by the machine's index as of that date during packager builds."
+        ),
+    )
     strict_environment: bool = Field(
         False,
         description=(
@@ -159,6 +167,20 @@ class SelectionConfig(_Section):
             "environment.dropped in the result, and the tests decide)."
         ),
     )
+
+    @field_validator("as_of")
+    @classmethod
+    def _as_of(cls, value: str) -> str:
+        from packager.images.timemachine import as_stamp
+
+        if value in ("none", "created"):
+            return value
+        try:
+            return as_stamp(value)
+        except ValueError:
+            raise InputError(
+                f"--as-of {value!r}: expected created, none or a date such as 2020-06-01"
+            ) from None
 
 
 class BuildConfig(_Section):

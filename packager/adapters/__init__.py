@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from packager.datasets.recipes import Recipes
@@ -54,6 +55,9 @@ class Context:
     toolchain_fallback: ToolchainFallback = "nearest"
     """`--toolchain-fallback`: likewise for a harness spec's Node, Go, Rust, JDK, PHP or Ruby
     version Debian does not ship."""
+    as_of: str = "none"
+    """`--as-of`: pip resolves a Python environment as of the row's `created_at` (`created`),
+    a given date, or now (`none`)."""
     strict_environment: bool = False
     """`--strict-environment`: a conda package pip cannot install fails the build (else it is
     dropped and recorded)."""
@@ -102,6 +106,27 @@ def get_adapter(schema: str) -> Callable[[Mapping[str, Any], Context], TaskSpec]
     return adapter
 
 
+AS_OF_COLUMN = "created_at"
+"""The row's date `--as-of created` reads (SWE-bench, SWE-rebench; other cards carry none,
+and their environments resolve as of now)."""
+
+
+def resolved_as_of(row: Mapping[str, Any], rule: str, task: str) -> str | None:
+    """The cut-off a row's Python environment resolves at (a UTC stamp), None for now."""
+    from packager.images.timemachine import as_stamp
+
+    if rule == "none":
+        return None
+    value = row.get(AS_OF_COLUMN) if rule == "created" else rule
+    if rule == "created" and not isinstance(value, str | datetime):
+        return None
+    try:
+        return as_stamp(value.isoformat() if isinstance(value, datetime) else str(value))
+    except ValueError as exc:
+        field = AS_OF_COLUMN if rule == "created" else "--as-of"
+        raise RowError(task, field, f"not a date: {value!r}") from exc
+
+
 def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> TaskSpec:
     """Adapt one row, detecting its schema unless given; pydantic errors become RowErrors."""
     from pydantic import ValidationError
@@ -110,9 +135,19 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
     task = row_id(row) or "<no instance_id>"
     try:
         spec = get_adapter(name)(row, ctx)
-        if ctx.strict_environment and spec.environment.drop_unavailable:
-            env = spec.environment.model_copy(update={"drop_unavailable": False})
-            spec = spec.model_copy(update={"environment": env})
+        env = spec.environment
+        update: dict[str, Any] = {}
+        if ctx.strict_environment and env.drop_unavailable:
+            update["drop_unavailable"] = False
+        as_of = resolved_as_of(row, ctx.as_of, task) if env.python and not env.prebuilt else None
+        if as_of is not None:
+            update["as_of"] = as_of
+        if update:
+            spec = spec.model_copy(update={"environment": env.model_copy(update=update)})
+            if as_of is not None:
+                meta = {**spec.provenance.metadata, "resolved_as_of": as_of}
+                provenance = spec.provenance.model_copy(update={"metadata": meta})
+                spec = spec.model_copy(update={"provenance": provenance})
         return spec
     except ValidationError as exc:
         first = exc.errors()[0]

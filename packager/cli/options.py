@@ -67,6 +67,7 @@ class RowOptions(OutFlag, ListFlags, TaskPick):
     language: list[str] | None = opt("--language")
     python_fallback: PythonFallback = opt("--python-fallback")
     toolchain_fallback: ToolchainFallback = opt("--toolchain-fallback")
+    as_of: str = opt("--as-of")
     strict_environment: bool = opt("--strict-environment")
 
 

@@ -36,6 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packager.images.timemachine import TimeMachine
+
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
 
@@ -99,6 +101,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        parts = self.path.split("?", 1)[0].split("/")
+        if (
+            len(parts) > 3
+            and parts[2] == "asof"
+            and not parts[0]
+            and secrets.compare_digest(parts[1], self.server.token)
+        ):
+            try:
+                if self.server.time_machine().handle(parts[2:], self):
+                    return None
+            except Exception as exc:  # noqa: BLE001 - the index unreachable: the build says
+                LOG.info("time machine: %s: %s", self.path, exc)
+                return self._reply(502, str(exc).encode())
+            return self._reply(404)
         target = self._target()
         if target is None:
             return self._reply(404)
@@ -167,6 +183,15 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.root = root
         self.token = secrets.token_hex(16)
+        self._time_machine: TimeMachine | None = None
+        self._machine_guard = threading.Lock()
+
+    def time_machine(self) -> TimeMachine:
+        """The index as of a date (made on first use: it reads the host's pip settings)."""
+        with self._machine_guard:
+            if self._time_machine is None:
+                self._time_machine = TimeMachine()
+            return self._time_machine
 
 
 _SERVER: _Server | None = None

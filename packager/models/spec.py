@@ -99,6 +99,9 @@ class Environment(Frozen):
     """Candidate environment.yml files, likewise; read as pip requirements
     (packager.datasets.conda)."""
     source_commit: str | None = None
+    as_of: str | None = None
+    """pip resolves as of this moment (`2019-08-21T15:45:13Z`): only files the index had
+    received before it are offered (`--as-of`; packager.images.timemachine). None: as of now."""
     drop_unavailable: bool = True
     """Requirements converted from conda package names (`A.conda_derived` files) that pip
     cannot install are dropped and recorded rather than failing the build (False:

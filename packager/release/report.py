@@ -79,6 +79,12 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
             )
             cell = name.replace("|", "\\|")
             lines.append(f"| {cell} | {len(ids)} | {shown} |")
+    dated = Counter(
+        r.environment["resolved_as_of"] for r in results if r.environment.get("resolved_as_of")
+    )
+    if dated:
+        lines += ["", "## Environments resolved as of", ""]
+        lines += [f"- {stamp}: {n} task(s)" for stamp, n in sorted(dated.items())]
     dropped = [r for r in results if r.environment.get("dropped")]
     if dropped:
         lines += ["", "## Dropped from environments (pip could not install them)", ""]
@@ -306,6 +312,8 @@ def _table(ordered: list[TaskResult]) -> list[str]:
             f"<td><code>{_e(logs)}</code></td></tr>"
         )
         notes = [result.reason] if result.reason else []
+        if result.environment.get("resolved_as_of"):
+            notes.append(f"environment resolved as of {result.environment['resolved_as_of']}")
         if result.environment.get("dropped"):
             notes.append(f"dropped from the environment: {result.environment['dropped']}")
         for note in notes:

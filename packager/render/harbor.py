@@ -189,6 +189,7 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 venv_tools=list(VENV_TOOLS) if pip_helper else [],
                 pip_helper=pip_helper,
                 pre_install=list(env.pre_install),
+                as_of=env.as_of if pip_helper else None,
                 requirements=list(env.requirements),
                 droppable=[
                     name
@@ -208,7 +209,8 @@ def _agent_context(spec: TaskSpec) -> FileTree:
     if spec.repo.setup_patch:
         files["setup.patch"] = OutFile(spec.repo.setup_patch.encode())
     if env.python:
-        files["packager-venv.pth"] = OutFile(venv_pth(VENV, env.python).encode())
+        as_of = bool(env.as_of and pip_helper)
+        files["packager-venv.pth"] = OutFile(venv_pth(VENV, env.python, as_of).encode())
     if pip_helper:
         files[pip_helper] = OutFile(pip_helper_source())
     for name, data in env.requirements.items():
@@ -255,11 +257,40 @@ def _installs_with_pip(env: Environment) -> bool:
     )
 
 
-def venv_pth(venv: str, python: str) -> str:
+AS_OF_HOOK = (
+    "def _packager_as_of():\n"
+    "    import os\n"
+    "    stamp = os.environ.get('PACKAGER_AS_OF')\n"
+    "    if not stamp:\n"
+    "        return\n"
+    "    try:\n"
+    "        lines = open('/etc/hosts').read().splitlines()\n"
+    "    except OSError:\n"
+    "        return\n"
+    "    for line in lines:\n"
+    "        words = line.split('#', 1)[0].split()\n"
+    "        for name in words[1:]:\n"
+    "            if name.startswith('p') and name.endswith('.packager-wheelhouse.invalid'):\n"
+    "                port, _, token = name[1:-len('.packager-wheelhouse.invalid')].partition('-')\n"
+    "                os.environ['PIP_INDEX_URL'] = 'http://%s:%s/%s/asof/%s/simple/' % (\n"
+    "                    words[0], port, token, stamp)\n"
+    "                os.environ['PIP_TRUSTED_HOST'] = words[0]\n"
+    "                os.environ.pop('PIP_EXTRA_INDEX_URL', None)\n"
+    "                return\n"
+    "_packager_as_of()\n"
+)
+"""In a packager build (the wheelhouse's host entry is in /etc/hosts) of an environment with a
+cut-off (PACKAGER_AS_OF), every interpreter start points pip at the machine's index as of that
+date (packager.images.timemachine): the helper's pip runs, a recipe's own `pip install` and the
+isolated build environments pip makes alike. Without the entry (elsewhere, a built image) it
+does nothing."""
+
+
+def venv_pth(venv: str, python: str, as_of: bool = False) -> str:
     """A .pth for the base interpreter: when it runs through a symlink chain that passes the
     venv's bin (tox-current-env links `.tox/<env>/bin/python` to the venv's python), it adds the
     venv's site-packages first, as running the venv's python would. Invoked any other way
-    (`/usr/bin/python3` by Debian's own tools) it does nothing.
+    (`/usr/bin/python3` by Debian's own tools) it does nothing. `as_of`: with AS_OF_HOOK.
     """
     body = (
         "def _packager_venv():\n"
@@ -276,7 +307,7 @@ def venv_pth(venv: str, python: str) -> str:
         "        sys.path[:] = sys.path[n:] + sys.path[:n]\n"
         "_packager_venv()\n"
     )
-    return f"import sys; exec({body!r})\n"
+    return f"import sys; exec({body + (AS_OF_HOOK if as_of else '')!r})\n"
 
 
 def make_plan(spec: TaskSpec) -> dict[str, Any]:

@@ -552,5 +552,6 @@ ENVIRONMENT_KEYS = {
     "toolchain_requested": "toolchain_requested",
     "toolchain_used": "toolchain_used",
     "toolchain_base": "toolchain_base",
+    "resolved_as_of": "resolved_as_of",
 }
 """Task metadata key -> the result's `environment` fact it becomes."""

@@ -49,6 +49,8 @@ class Selection:
     """`--toolchain-fallback`: likewise for the toolchains of a harness spec."""
     strict_environment: bool = False
     """`--strict-environment`: a conda package pip cannot install fails the build."""
+    as_of: str = "none"
+    """`--as-of`: created, a date, or none."""
 
     def wants(self, spec: TaskSpec) -> bool:
         """Whether an adapted row passes the repository and language filters."""
@@ -81,6 +83,7 @@ class Selection:
             python_fallback=self.python_fallback,
             toolchain_fallback=self.toolchain_fallback,
             strict_environment=self.strict_environment,
+            as_of=self.as_of,
         )
 
 

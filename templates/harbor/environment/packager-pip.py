@@ -56,7 +56,9 @@ def wheelhouse():
 
 
 def platform_key():
-    """The interpreter and the system its wheels are built for."""
+    """The interpreter and the system its wheels are built for, and the index's cut-off date
+    (PACKAGER_AS_OF): a wheel resolved or built as of one date never serves another.
+    """
     release = ""
     try:
         with open("/etc/os-release") as handle:
@@ -73,6 +75,8 @@ def platform_key():
         " ".join(platform.libc_ver()),
         release,
     ]
+    if os.environ.get("PACKAGER_AS_OF"):
+        parts.append("as-of " + os.environ["PACKAGER_AS_OF"])
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
