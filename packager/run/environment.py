@@ -5,7 +5,6 @@ environment build it once and their agent builds take those layers from the engi
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from collections.abc import Mapping
@@ -181,14 +180,10 @@ def record_dropped(tag: str, log_path: Path) -> list[str]:
     from its log): every task later built on that image reports it, not only the one that
     built it.
     """
-    import json
+    from packager.render.write import write_json
 
     dropped = dropped_in_log(log_path.read_text(encoding="utf-8", errors="replace"))
-    path = _dropped_file(tag)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(dropped))
-    tmp.replace(path)
+    write_json(_dropped_file(tag), dropped)
     return dropped
 
 
@@ -215,21 +210,13 @@ def _record_failure(key: str, exc: BuildError) -> None:
     """Remember, beside the environment's lock, that its build failed in this run (`RUN_ID`):
     the run's other rows sharing it then fail at once with this row's log and reason.
     """
-    import json
-
     from packager.images.build import RUN_ID
+    from packager.render.write import write_json
 
-    record = {
-        "run": RUN_ID,
-        "task": exc.task,
-        "reason": exc.reason,
-        "log": str(exc.log_path) if exc.log_path else None,
-    }
-    path = _failure_file(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{RUN_ID}")
-    tmp.write_text(json.dumps(record))
-    tmp.replace(path)
+    log = str(exc.log_path) if exc.log_path else None
+    write_json(
+        _failure_file(key), {"run": RUN_ID, "task": exc.task, "reason": exc.reason, "log": log}
+    )
 
 
 def _failed_this_run(key: str, task: str, tag: str) -> BuildError | None:
