@@ -25,7 +25,7 @@ import ssl
 import threading
 import urllib.parse
 import urllib.request
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 LOG = logging.getLogger(__name__)
@@ -194,3 +194,96 @@ class TimeMachine:
                 stream: IO[bytes] = response
                 shutil.copyfileobj(stream, out.wfile)
         return True
+
+
+_PIN = re.compile(
+    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([A-Za-z0-9.+!_-]+)\s*(?:;.*)?$"
+)
+_SDIST = re.compile(r"^(.+)-(\d[^-]*)\.(?:tar\.gz|tar\.bz2|tgz|zip)$")
+
+
+def exact_pins(lines: list[str]) -> list[tuple[str, str]]:
+    """`name==version` requirements among `lines` (other lines: not pins), in order."""
+    pins = []
+    for line in lines:
+        found = _PIN.match(line.split(" #", 1)[0])
+        if found and "*" not in found.group(2):
+            pins.append((found.group(1), found.group(2)))
+    return pins
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def file_version(filename: str) -> str | None:
+    """The version in a distribution's file name (a wheel's or an sdist's)."""
+    if filename.endswith(".whl"):
+        parts = filename.split("-")
+        return parts[1] if len(parts) >= 5 else None
+    found = _SDIST.match(filename)
+    return found.group(2) if found else None
+
+
+def released(page: dict[str, Any], version: str) -> datetime | None:
+    """When a version's first file was uploaded, per a PEP 691 page (None: not there, or the
+    index gives no upload times).
+    """
+    times = []
+    for entry in page.get("files") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("upload-time"), str):
+            continue
+        if file_version(str(entry.get("filename", ""))) != version:
+            continue
+        try:
+            times.append(datetime.fromisoformat(entry["upload-time"].replace("Z", "+00:00")))
+        except ValueError:
+            continue
+    return min(times) if times else None
+
+
+def cached_page(name: str) -> dict[str, Any] | None:
+    """A project's PEP 691 page from the upstream index, kept in the machine cache (upload times
+    never change; a version pinned but not in the kept page fetches it again).
+    """
+    from packager.render.write import write_json
+    from packager.run.store import cache_root
+
+    path = cache_root() / "index-pages" / f"{_normal(name)}.json"
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        pass
+    try:
+        with _open(f"{upstream_index()}{_normal(name)}/", JSON_ACCEPT) as response:
+            page = dict(json.loads(response.read()))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
+    write_json(path, page)
+    return page
+
+
+def raised_for_pins(stamp: str, pins: list[tuple[str, str]]) -> tuple[str, str | None]:
+    """The cut-off at which every exact pin exists: `stamp`, or the release of the newest pin
+    released after it (and that pin, `name==version`). Pins win over the date; a pin whose
+    release the index does not tell leaves the cut-off as it is.
+    """
+    cutoff, by = parse_stamp(stamp), None
+    for name, version in pins:
+        try:
+            page = cached_page(name)
+            when = released(page, version) if page else None
+            if page is not None and when is None:  # a release newer than the kept page
+                from packager.run.store import cache_root
+
+                (cache_root() / "index-pages" / f"{_normal(name)}.json").unlink(missing_ok=True)
+                page = cached_page(name)
+                when = released(page, version) if page else None
+        except (OSError, ValueError) as exc:
+            LOG.info("as of: no release time for %s==%s (%s)", name, version, exc)
+            continue
+        if when is not None and when >= cutoff:
+            cutoff, by = when.replace(microsecond=0) + timedelta(seconds=1), f"{name}=={version}"
+    return cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"), by

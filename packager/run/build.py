@@ -553,5 +553,6 @@ ENVIRONMENT_KEYS = {
     "toolchain_used": "toolchain_used",
     "toolchain_base": "toolchain_base",
     "resolved_as_of": "resolved_as_of",
+    "as_of_raised_by": "as_of_raised_by",
 }
 """Task metadata key -> the result's `environment` fact it becomes."""

@@ -20,6 +20,38 @@ def resolve_spec(
     """
     if spec.repo.files is not None:
         return spec
+    return _pins_win(_resolve_from_source(spec, repo_sources, mirror_dirs))
+
+
+def _pins_win(spec: TaskSpec) -> TaskSpec:
+    """An environment resolved as of a date (`--as-of`) whose spec pins a release made after it
+    (`name==version` in pip_packages or a requirements file): the cut-off is raised to that
+    release, so that every pin exists then (pins win over the date; their own dependencies
+    resolve as of when they existed), recorded as `as_of_raised_by`.
+    """
+    env = spec.environment
+    if env.as_of is None:
+        return spec
+    from packager.images.timemachine import exact_pins, raised_for_pins
+
+    lines = list(env.pip_packages)
+    for _, data in sorted(env.requirements.items()):
+        lines += data.decode("utf-8", "replace").splitlines()
+    stamp, by = raised_for_pins(env.as_of, exact_pins(lines))
+    if by is None:
+        return spec
+    meta = {**spec.provenance.metadata, "resolved_as_of": stamp, "as_of_raised_by": by}
+    return spec.model_copy(
+        update={
+            "environment": env.model_copy(update={"as_of": stamp}),
+            "provenance": spec.provenance.model_copy(update={"metadata": meta}),
+        }
+    )
+
+
+def _resolve_from_source(
+    spec: TaskSpec, repo_sources: dict[str, str], mirror_dirs: tuple[str, ...]
+) -> TaskSpec:
     from packager import repos
 
     name = spec.repo.name

@@ -78,3 +78,36 @@ def test_only_files_of_served_pages_are_fetched() -> None:
     other = base64.urlsafe_b64encode(b"http://internal.invalid/latest").decode().rstrip("=")
     assert not machine.handle(["asof", "file", other, "x.whl"], out)  # never fetched: 404
     assert not machine.handle(["asof", "not-a-stamp", "simple", "demo", ""], out)
+
+
+def test_exact_pins_and_file_versions() -> None:
+    from packager.images.timemachine import exact_pins, file_version
+
+    lines = ["tox==4.16.0", "Jinja2 == 3.0.3 ; python_version<'4'", "numpy==1.19.*", "six>=1",
+             "-e .", "pkg[extra]==2.0  # comment"]  # fmt: skip
+    assert exact_pins(lines) == [("tox", "4.16.0"), ("Jinja2", "3.0.3"), ("pkg", "2.0")]
+    assert file_version("tox_current_env-0.0.11-py3-none-any.whl") == "0.0.11"
+    assert file_version("tox-current-env-0.0.11.tar.gz") == "0.0.11"
+    assert file_version("Jinja2-3.0.3.zip") == "3.0.3"
+    assert file_version("README") is None
+
+
+def test_a_pin_released_after_the_date_raises_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from packager.images import timemachine
+
+    pages = {
+        "tox": {"files": [
+            {"filename": "tox-4.16.0-py3-none-any.whl", "upload-time": "2024-07-03T03:29:14.5Z"},
+            {"filename": "tox-4.16.0.tar.gz", "upload-time": "2024-07-03T03:30:00Z"},
+            {"filename": "tox-3.0.0.tar.gz", "upload-time": "2018-01-01T00:00:00Z"},
+        ]},
+        "old": {"files": [{"filename": "old-1.0.tar.gz", "upload-time": "2010-01-01T00:00:00Z"}]},
+    }  # fmt: skip
+    monkeypatch.setattr(timemachine, "cached_page", lambda name: pages.get(name))
+    stamp = "2020-04-08T13:46:43Z"
+    assert timemachine.raised_for_pins(stamp, [("old", "1.0"), ("tox", "4.16.0")]) == (
+        "2024-07-03T03:29:15Z",
+        "tox==4.16.0",
+    )
+    assert timemachine.raised_for_pins(stamp, [("old", "1.0"), ("tox", "3.0.0")]) == (stamp, None)
+    assert timemachine.raised_for_pins(stamp, [("gone", "1.0")]) == (stamp, None)
