@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--history", choices=("full", "base-only"), help="passed on (a mirror missing old blobs)"
     )
+    parser.add_argument("--as-of", help="passed on: created, a date or none (packager's default)")
     parser.add_argument("--skip-package", action="store_true", help="only grade saved logs")
     args = parser.parse_args(argv)
     ids = [i.strip() for i in args.ids.split(",") if i.strip()]
@@ -126,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             command += ["--history", args.history]
         if args.oracle_runs:
             command += ["--oracle-runs", str(args.oracle_runs)]
+        if args.as_of:
+            command += ["--as-of", args.as_of]
         started = time.monotonic()
         proc = subprocess.run(command, cwd=ROOT, check=False)
         wall = time.monotonic() - started
