@@ -69,7 +69,13 @@ def package_command(config: RunConfig) -> None:
 
 
 @with_options(
-    o.RowOptions, o.WorkersFlags, o.VerifyFlags, o.RerunFlags, o.ExecutorFlags, o.PatchFlag
+    o.RowOptions,
+    o.WorkersFlags,
+    o.BuildFlags,
+    o.VerifyFlags,
+    o.RerunFlags,
+    o.ExecutorFlags,
+    o.PatchFlag,
 )
 def verify_command(config: RunConfig) -> None:
     """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from packager.models.spec import TaskResult, TaskSpec
     from packager.release.clean import CleanReport
     from packager.release.publish import PublishReport
+    from packager.run.build import BuildOptions
     from packager.run.select import Selection
     from packager.run.store import OutputPaths
 
@@ -319,15 +320,9 @@ class _Run:
 
     def _job(self) -> Job:
         from packager.executors import Job
-        from packager.run.build import BuildOptions
 
         cfg = self.config
-        opts = BuildOptions(
-            timeout_sec=cfg.build.timeout,
-            ca_bundle=cfg.build.ca_bundle,
-            pull=cfg.build.pull,
-            mirror_dirs=self.sel.mirror_dirs,
-        )
+        opts = build_options(cfg, self.sel.mirror_dirs)
         return Job(
             paths=self.paths,
             repo_sources=self.sel.merged_repo_sources,
@@ -448,12 +443,24 @@ def audit(config: RunConfig) -> Iterator[tuple[TaskSpec, AuditReport, Path]]:
         yield spec, audit_task(client, spec, paths), audit_path(paths, spec.provenance.slug)
 
 
+def build_options(config: RunConfig, mirror_dirs: tuple[str, ...]) -> BuildOptions:
+    """The build stage's options from a run's configuration (every command that builds)."""
+    from packager.run.build import BuildOptions
+
+    return BuildOptions(
+        timeout_sec=config.build.timeout,
+        ca_bundle=config.build.ca_bundle,
+        pull=config.build.pull,
+        mirror_dirs=mirror_dirs,
+    )
+
+
 def grade_candidate(config: RunConfig) -> dict[str, Any]:
     """Grade `config.verify.patch` on its one task (built first): the run's reward, subscores,
     status, reason and log folder. The one `verify --patch` path.
     """
     from packager.judge.endpoint import judge_endpoint, missing_judge_env
-    from packager.run.build import BuildOptions, build_task
+    from packager.run.build import build_task
     from packager.run.materialize import render_selection
     from packager.run.patch import grade_patch
 
@@ -474,7 +481,9 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
                 "task with recorded turns"
             )
         client = connect()
-        opts = BuildOptions(mirror_dirs=sel.mirror_dirs)
+        # The task's own build options (--ca-bundle, --build-timeout, --pull): the images the
+        # candidate is graded on are those `package` built and verified, never others.
+        opts = build_options(config, sel.mirror_dirs)
         built = build_task(client, spec, paths, sel.merged_repo_sources, opts)
         images = built.images
         memory = config.verify.memory_mb

@@ -195,3 +195,24 @@ def test_verify_patch_scores_a_candidate(out: Path, docker_client: Any, tmp_path
     )
     base = _row(task)["base_reward"]
     assert data["reward"] == pytest.approx(base)
+
+
+def test_verify_patch_grades_on_the_images_package_built_with_a_ca_bundle(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """`verify --patch` with the build options `package` had (here --ca-bundle) grades on the
+    very agent image that was verified: nothing is rebuilt."""
+    task = "samples__textkit-1"
+    out = tmp_path / "out"
+    bundle = tmp_path / "extra-ca.pem"  # any PEM: builds trust it in a base of their own
+    bundle.write_bytes(Path("/etc/ssl/certs/ca-certificates.crt").read_bytes()[:4096])
+    ca = ["--ca-bundle", str(bundle)]
+    assert run_cli("package", task, "--out", str(out), *ca).returncode == 0
+    result = json.loads((out / "samples" / "results" / f"{task}.json").read_text())
+    agent = result["images"]["agent"]
+    created = docker_client.images.get(agent).attrs["Created"]
+    gold = out / "samples" / "tasks" / task / "solution" / "gold.patch"
+    proc = run_cli("verify", task, "--out", str(out), "--patch", str(gold), *ca)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["reward"] == 1.0
+    assert docker_client.images.get(agent).attrs["Created"] == created  # not rebuilt
