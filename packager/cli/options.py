@@ -111,6 +111,10 @@ class ExecutorFlags:
     shared_repos: bool = opt("--shared-repos")
 
 
+BUILD_AND_VERIFY = (RowOptions, WorkersFlags, BuildFlags, VerifyFlags, RerunFlags, ExecutorFlags)
+"""The groups of every command that builds and verifies (package, verify)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class QualityOn:
     enabled: bool = opt("--quality")

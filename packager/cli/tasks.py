@@ -50,16 +50,7 @@ def build_command(config: RunConfig) -> None:
     _package(config, verify=False)
 
 
-@with_options(
-    o.RowOptions,
-    o.WorkersFlags,
-    o.BuildFlags,
-    o.VerifyFlags,
-    o.RerunFlags,
-    o.ExecutorFlags,
-    o.QualityOn,
-    o.QualityFlags,
-)
+@with_options(*o.BUILD_AND_VERIFY, o.QualityOn, o.QualityFlags)
 def package_command(config: RunConfig) -> None:
     """Render, build and verify: exit 0 only when every task is verified (oracle 1.0, nop < 1.0).
 
@@ -68,15 +59,7 @@ def package_command(config: RunConfig) -> None:
     _package(config, verify=True)
 
 
-@with_options(
-    o.RowOptions,
-    o.WorkersFlags,
-    o.BuildFlags,
-    o.VerifyFlags,
-    o.RerunFlags,
-    o.ExecutorFlags,
-    o.PatchFlag,
-)
+@with_options(*o.BUILD_AND_VERIFY, o.PatchFlag)
 def verify_command(config: RunConfig) -> None:
     """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
     if config.verify.patch is None:
