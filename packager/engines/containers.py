@@ -632,6 +632,9 @@ def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
     text = output.read_text(errors="replace") if output.is_file() else ""
     if not tests and text:
         evidence["test_tail"] = output_excerpt(text)
+    nested = report.get("nested_ids")
+    if isinstance(nested, list) and nested:
+        evidence["nested_ids"] = [str(i) for i in nested]
     hosts = network_hosts(text)
     if hosts is not None:
         evidence["network_hosts"] = hosts

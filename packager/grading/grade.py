@@ -602,6 +602,33 @@ def _import_judge() -> Any:
     return importlib.import_module(f"{__package__}.judge" if __package__ else "judge")
 
 
+def _nested_statuses(
+    tests: Dict[str, str], p2p: List[str], repo: Path, output: Path, report: Report
+) -> Dict[str, str]:
+    """Listed PASS_TO_PASS ids that no test of the run answers and whose file is not in the
+    repository (a test of a pytest run nested in the output, e.g. a pytester sub-run): their
+    status as the harness's line parser reads it from the output, recorded under
+    ``nested_ids`` (a label finding); a file there at the base commit is a real test's.
+    Never for FAIL_TO_PASS: a line the code under test prints must not make the fix pass.
+    """
+    missing = [i for i in p2p if rules.resolve(tests, i) is None]
+    if not missing or not output.is_file():
+        return tests
+    lines = parsers.harness_lines(output.read_text(encoding="utf-8", errors="replace"))
+    found = {}
+    for test_id in missing:
+        path = test_id.split("::", 1)[0]
+        if test_id not in lines or "::" not in test_id or (repo / path).exists():
+            continue
+        # Nor at the base commit: a candidate deleting a real test's file gains nothing here.
+        if patching.git(repo, "cat-file", "-e", f"HEAD:{path}", check=False).returncode == 0:
+            continue
+        found[test_id] = lines[test_id]
+    if found:
+        report["nested_ids"] = sorted(found)
+    return {**tests, **found}
+
+
 def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> None:
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
     if not isinstance(plan, dict):
@@ -646,6 +673,8 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     if rule == "all_pass":
         f2p = _str_list(plan.get("fail_to_pass"), "fail_to_pass")
         p2p = _str_list(plan.get("pass_to_pass"), "pass_to_pass")
+        if str(plan.get("parser")) in parsers.PYTEST_FAMILY:
+            tests = _nested_statuses(tests, p2p, repo, out_dir / TEST_OUTPUT, report)
         reward, subscores = rules.all_pass(tests, f2p, p2p, details=report)
     elif rule == "formula":
         spec = plan.get("formula")

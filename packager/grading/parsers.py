@@ -116,6 +116,23 @@ def _pytest_summary(lines: Sequence[str]) -> Tuple[int, List[Tuple[str, str, boo
     return header_at, entries
 
 
+def harness_lines(text: str) -> Results:
+    """Every ``STATUS id`` line anywhere in the output, as the SWE-bench harness's pytest line
+    parser reads them (``parse_log_pytest``: a line starting with a status word, its second
+    word the id; a later line wins). It also reads the result lines of pytest runs nested in
+    the output (pytester sub-runs), which ``parse_pytest`` does not: only ``nested_statuses``
+    uses it, for listed ids no real test of the run answers.
+    """
+    found: Results = {}
+    for line in text.splitlines():
+        m = _PYTEST_SUMMARY_LINE.match(line.rstrip())
+        if m:
+            words = m.group(2).replace(" - ", " ").split()
+            if words:
+                found[words[0]] = _PYTEST_STATUS[m.group(1)]
+    return found
+
+
 def parse_pytest(text: str) -> Results:
     """Parse ``pytest -rA`` output (``-v`` progress lines are used as a complement).
 

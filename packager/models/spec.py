@@ -236,6 +236,9 @@ class RunResult(Frozen):
     test_tail: str | None = None
     """What the test output says went wrong (its first error, else its last lines), kept when
     it reported no test at all (`engines.excerpts.output_excerpt`)."""
+    nested_ids: list[str] | None = None
+    """Listed PASS_TO_PASS ids only a pytest run nested in the output answered (read as the
+    harness's line parser reads them): a label finding (grading/grade.py `_nested_statuses`)."""
     network_hosts: list[str] | None = None
     """The test output shows a failed attempt to reach the network (grading is offline): the
     hosts it names, possibly none (`engines.excerpts.network_hosts`); None when it shows none."""

@@ -175,6 +175,8 @@ def test_evidence_of_a_run(tmp_path: Path) -> None:
     assert found["test_tail"] == "last lines: collecting... | nothing to see"
     assert run_evidence({"tests": {"a": "passed"}, "exit_code": 0}, output)["tests_run"] == 1
     assert run_evidence({"status": "patch_failed"}, output) == {}
+    nested = run_evidence({"tests": {"a": "passed"}, "nested_ids": ["t.py::x"]}, output)
+    assert nested["nested_ids"] == ["t.py::x"]
 
 
 def _result(**environment: str) -> TaskResult:

@@ -791,3 +791,55 @@ def test_the_runtime_starts_without_what_only_some_rules_use() -> None:
             check=True,
         )
     assert proc.stdout.split() == ["[]"]
+
+
+NESTED_TEST = (
+    "def test_nested_run():\n"
+    "    # a pytester-like sub-run prints its own summary, as pytest-dev/pytest's tests do\n"
+    "    print('PASSED test_capsysbinary.py::test_hello')\n"
+    "    print('FAILED test_other.py::test_bad - assert 0')\n"
+    "    print('PASSED tests/test_calc.py::test_gone')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("listed", "status", "nested"),
+    [
+        # A PASS_TO_PASS id only a nested run answers: read as the harness reads it.
+        (["tests/test_nested.py::test_nested_run", "test_capsysbinary.py::test_hello"], 1.0,
+         ["test_capsysbinary.py::test_hello"]),
+        (["test_other.py::test_bad"], 0.0, ["test_other.py::test_bad"]),
+        # A real test file of the repository (at the base commit) is never read from lines.
+        (["tests/test_calc.py::test_gone"], 0.0, None),
+    ],
+)  # fmt: skip
+def test_listed_ids_of_nested_runs_are_read_as_the_harness_reads_them(
+    task: Task, listed: list[str], status: float, nested: list[str] | None
+) -> None:
+    patch = task.diff({"calc.py": CALC_FIXED, "tests/test_nested.py": NESTED_TEST})
+    fixed = task.diff({"calc.py": CALC_FIXED})
+    # The nested test comes with the test patch; the candidate is the fix.
+    reward, report = task.grade(
+        fixed,
+        test_patch=_payload(task, patch.replace(fixed, "")),
+        pass_to_pass=[*P2P, *listed],
+        test_command=f"{PYTEST} tests",
+    )
+    assert reward["reward"] == status, report
+    assert report.get("nested_ids") == nested
+
+
+def test_a_fail_to_pass_id_is_never_read_from_nested_lines(task: Task) -> None:
+    printing = "def test_printing():\n    print('PASSED ghost.py::test_fixed')\n"
+    patch = task.diff({"calc.py": CALC_FIXED, "tests/test_printing.py": printing})
+    reward, report = task.grade(
+        patch, fail_to_pass=[*F2P, "ghost.py::test_fixed"], test_command=f"{PYTEST} tests"
+    )
+    assert reward["fail_to_pass"] == 0.5 and "nested_ids" not in report
+
+
+def _payload(task: Task, patch: str) -> str:
+    folder = task.task / "payload"
+    folder.mkdir(exist_ok=True)
+    (folder / "test.patch").write_text(patch)
+    return "payload/test.patch"
