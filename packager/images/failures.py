@@ -25,7 +25,10 @@ _PACKAGE_PATTERNS = (
     re.compile(r"No matching distribution found for ([^\s;]+)"),
     re.compile(r"Could not find a version that satisfies the requirement ([^\s;]+)"),
     re.compile(r"Failed building wheel for ([^\s;]+)"),
-    re.compile(r"Failed to build ([^\s;]+)"),
+    re.compile(
+        r"Failed to build installable wheels for some pyproject\.toml based projects \(([^)]+)\)"
+    ),
+    re.compile(r"Failed to build (?!installable wheels)([^\s;]+)"),
     re.compile(r"Unable to locate package ([^\s;]+)"),
     re.compile(r"Package '?([^\s']+)'? has no installation candidate"),
 )

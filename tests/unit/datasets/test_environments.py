@@ -111,6 +111,12 @@ ENV = Environment(
         ("RUN sed -i 's/pytest/pytest -rA/' tox.ini", ("sed: can't read tox.ini",),
          "pre_install[0]", None),
         ("RUN python -m pip install -e .", ("error: subprocess-exited",), "install[0]", None),
+        ("RUN python /tmp/packager-pip.py --drop-unavailable -r "
+         "/tmp/packager-requirements/ci__requirements__environment.yml.txt",
+         ("ERROR: Failed building wheel for cartopy", "Failed to build cartopy",
+          "ERROR: ERROR: Failed to build installable wheels for some pyproject.toml based "
+          "projects (cartopy)"),
+         "packages (environment.yml: ci/requirements/environment.yml", "cartopy"),
     ],
 )  # fmt: skip
 def test_the_failed_build_step_is_named_in_recipe_terms(
