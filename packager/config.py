@@ -25,7 +25,14 @@ from pydantic import (
 )
 
 from packager.errors import InputError, PackagerError
-from packager.registry import History, Prebuilt, Prompt, PythonFallback, ToolchainFallback
+from packager.registry import (
+    GraderNetwork,
+    History,
+    Prebuilt,
+    Prompt,
+    PythonFallback,
+    ToolchainFallback,
+)
 
 PARTIAL = "partial"
 """Validation context flag: a file on its own, before the command line completes it (checks
@@ -154,9 +161,19 @@ class SelectionConfig(_Section):
     as_of: str = Field(
         "none",
         description=(
-            "pip resolves a Python environment as of: created (the row's created_at), a date "
+            "pip resolves a Python environment as of: created (the row's created_at), "
+            "setup-commit (the committer date of its environment_setup_commit), a date "
             "(2020-06-01 or 2020-06-01T12:00:00Z), or none (now). Pins in the spec still win; "
             "served by the machine's index as of that date during packager builds."
+        ),
+    )
+    grader_network: GraderNetwork = Field(
+        "none",
+        description=(
+            "The grader container's network: none (offline, the default; a gold run whose tests "
+            "reach for the network is needs_network) or public (graded with the network, as "
+            "the SWE-bench harness grades; written into task.toml as the verifier's "
+            "network_mode and into the HUD environment; docs/security.md says what it costs)."
         ),
     )
     strict_environment: bool = Field(
@@ -173,13 +190,14 @@ class SelectionConfig(_Section):
     def _as_of(cls, value: str) -> str:
         from packager.images.timemachine import as_stamp
 
-        if value in ("none", "created"):
+        if value in ("none", "created", "setup-commit"):
             return value
         try:
             return as_stamp(value)
         except ValueError:
             raise InputError(
-                f"--as-of {value!r}: expected created, none or a date such as 2020-06-01"
+                f"--as-of {value!r}: expected created, setup-commit, none or a date such as "
+                "2020-06-01"
             ) from None
 
 

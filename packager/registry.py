@@ -97,6 +97,8 @@ PythonFallback = Literal["nearest", "never"]
 """`--python-fallback`."""
 ToolchainFallback = Literal["nearest", "never"]
 """`--toolchain-fallback`."""
+GraderNetwork = Literal["none", "public"]
+"""`--grader-network`."""
 
 
 E = TypeVar("E", bound=StrEnum)

@@ -17,6 +17,7 @@ from packager.errors import DatasetError, RowError
 from packager.models.spec import TaskSpec
 from packager.registry import (
     SCHEMAS,
+    GraderNetwork,
     History,
     Prebuilt,
     Prompt,
@@ -57,8 +58,10 @@ class Context:
     version Debian does not ship."""
     as_of: str = "none"
     """`--as-of`: pip resolves a Python environment as of the row's `created_at` (`created`),
-    a given date, or now (`none`)."""
+    its environment setup commit's date (`setup-commit`), a given date, or now (`none`)."""
     strict_environment: bool = False
+    grader_network: GraderNetwork = "none"
+    """`--grader-network`: `public` grades with the network (Grading.network)."""
     """`--strict-environment`: a conda package pip cannot install fails the build (else it is
     dropped and recorded)."""
 
@@ -110,12 +113,27 @@ AS_OF_COLUMN = "created_at"
 """The row's date `--as-of created` reads (SWE-bench, SWE-rebench; other cards carry none,
 and their environments resolve as of now)."""
 
+AS_OF_COMMIT_COLUMNS = ("environment_setup_commit", "base_commit")
+"""The commit whose committer date `--as-of setup-commit` reads: the first of these columns a
+row carries (SWE-bench Multilingual has no environment_setup_commit; its base is used)."""
+
+
+def as_of_commit(row: Mapping[str, Any], rule: str) -> str | None:
+    """The commit `--as-of setup-commit` dates (None for other rules or rows without one)."""
+    if rule != "setup-commit":
+        return None
+    for column in AS_OF_COMMIT_COLUMNS:
+        value = row.get(column)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
 
 def resolved_as_of(row: Mapping[str, Any], rule: str, task: str) -> str | None:
     """The cut-off a row's Python environment resolves at (a UTC stamp), None for now."""
     from packager.images.timemachine import as_stamp
 
-    if rule == "none":
+    if rule in ("none", "setup-commit"):
         return None
     value = row.get(AS_OF_COLUMN) if rule == "created" else rule
     if rule == "created" and not isinstance(value, str | datetime):
@@ -139,9 +157,16 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
         update: dict[str, Any] = {}
         if ctx.strict_environment and env.drop_unavailable:
             update["drop_unavailable"] = False
-        as_of = resolved_as_of(row, ctx.as_of, task) if env.python and not env.prebuilt else None
+        python_env = bool(env.python and not env.prebuilt)
+        as_of = resolved_as_of(row, ctx.as_of, task) if python_env else None
         if as_of is not None:
             update["as_of"] = as_of
+        dated_commit = as_of_commit(row, ctx.as_of) if python_env else None
+        if dated_commit is not None:
+            update["as_of_commit"] = dated_commit
+        if ctx.grader_network == "public" and not spec.grading.network:
+            grading = spec.grading.model_copy(update={"network": True})
+            spec = spec.model_copy(update={"grading": grading})
         if update:
             spec = spec.model_copy(update={"environment": env.model_copy(update=update)})
             if as_of is not None:

@@ -19,8 +19,8 @@ from typing import Annotated, Any, ClassVar, get_type_hints
 import typer
 from pydantic import BaseModel
 
+from packager import registry as kinds
 from packager.config import CleanConfig, PublishConfig, RunConfig
-from packager.registry import ENGINES, History, Prebuilt, Prompt, PythonFallback, ToolchainFallback
 
 
 def opt(*names: str, argument: bool = False, **kw: Any) -> Any:
@@ -58,17 +58,18 @@ class RowOptions(OutFlag, ListFlags, TaskPick):
     """The rows to work on and how they become tasks (every row-reading command)."""
 
     repo_source: list[str] | None = opt("--repo-source")
-    prebuilt: Prebuilt = opt("--prebuilt")
-    prompt: Prompt = opt("--prompt")
+    prebuilt: kinds.Prebuilt = opt("--prebuilt")
+    prompt: kinds.Prompt = opt("--prompt")
     grader_entry: str | None = opt("--grader-entry")
-    history: History = opt("--history")
+    history: kinds.History = opt("--history")
     id_filter: list[str] | None = opt("--filter")
     repo_filter: list[str] | None = opt("--repo")
     language: list[str] | None = opt("--language")
-    python_fallback: PythonFallback = opt("--python-fallback")
-    toolchain_fallback: ToolchainFallback = opt("--toolchain-fallback")
+    python_fallback: kinds.PythonFallback = opt("--python-fallback")
+    toolchain_fallback: kinds.ToolchainFallback = opt("--toolchain-fallback")
     as_of: str = opt("--as-of")
     strict_environment: bool = opt("--strict-environment")
+    grader_network: kinds.GraderNetwork = opt("--grader-network")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +87,7 @@ class BuildFlags:
 @dataclasses.dataclass(frozen=True)
 class VerifyFlags:
     oracle_runs: int = opt("--oracle-runs", min=1)
-    engine: str = opt("--engine", metavar="|".join(ENGINES))
+    engine: str = opt("--engine", metavar="|".join(kinds.ENGINES))
     harbor_env: str | None = opt("--harbor-env", metavar="NAME")
     judge: str = opt("--judge")
 

@@ -13,7 +13,7 @@ from packager.engines.containers import RunPlan, make_result, run_once, wait_for
 from packager.errors import InputError
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
-from packager.render.harbor import collect_command
+from packager.render.harbor import collect_command, grader_has_network
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -46,7 +46,7 @@ def make_run_plan(
         network=spec.environment.network,
         memory_mb=memory_mb,
         grader_env=judge_grader_env(judge_env) if judged else (),
-        grader_network=judged,
+        grader_network=grader_has_network(spec),
         cpus=spec.environment.cpus,
     )
 

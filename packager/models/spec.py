@@ -102,6 +102,9 @@ class Environment(Frozen):
     as_of: str | None = None
     """pip resolves as of this moment (`2019-08-21T15:45:13Z`): only files the index had
     received before it are offered (`--as-of`; packager.images.timemachine). None: as of now."""
+    as_of_commit: str | None = None
+    """`--as-of setup-commit`: resolve as of this commit's committer date, read by the pipeline
+    from the repository source (adapters do no I/O), which then sets `as_of` and clears this."""
     drop_unavailable: bool = True
     """Requirements converted from conda package names (`A.conda_derived` files) that pip
     cannot install are dropped and recorded rather than failing the build (False:
@@ -169,6 +172,9 @@ class Grading(Frozen):
     """SWEeper: the command that starts the web app (with PORT set), and how it was found."""
     app_port: int | None = None
     app_start_how: str | None = None
+    network: bool = False
+    """Whether the grader container has the network (`--grader-network public`); a browser
+    judge's grader has it regardless (it reaches its model)."""
     build_health: Literal["command", "collected"] = "command"
     """formula rule: `command` = build_command exits 0 (none = 1); `collected` = the test run
     got as far as collecting and running tests (docs/grading.md)."""

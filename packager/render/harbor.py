@@ -73,6 +73,13 @@ RUN_ID_VARIABLE = "PACKAGER_RUN_ID"
 """Set by the harbor engine: Harbor's containers carry this process's run label too."""
 
 
+def grader_has_network(spec: TaskSpec) -> bool:
+    """Whether the grader container gets a network: `--grader-network public`, or a browser
+    judge (it reaches its model endpoint).
+    """
+    return spec.grading.network or spec.grading.rule == "judge"
+
+
 def compose_override(spec: TaskSpec, role: str, *, network: bool) -> str:
     """environment/ or tests/docker-compose.yaml: Harbor merges it over its own compose files
     for service `main`. It labels the container like the local engine's, and blocks the network
@@ -481,6 +488,10 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
         # Harbor's docker environment turns `cpus` into the compose service's CPU limit.
         config["environment"]["cpus"] = spec.environment.cpus
         config["verifier"]["environment"]["cpus"] = spec.environment.cpus
+    if spec.grading.network:
+        # `--grader-network public`, in Harbor's terms: the verifier phase's network policy.
+        config["verifier"]["network_mode"] = "public"
+        config["metadata"]["grader_network"] = "public"
     if spec.grading.rule == "judge":
         # The judge's model endpoint, read from the environment of `harbor run` (docs/sweeper.md).
         config["verifier"]["env"] = {name: f"${{{name}:-}}" for name in JUDGE_ENV}
@@ -542,9 +553,9 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
             render_template("harbor/tests/test.sh.jinja", instance_id=spec.task_id), 0o755
         ),
         # Harbor's grader container (its directory is tests/): offline, as in the local engine,
-        # except a browser judge's, which reaches its model endpoint.
+        # except a browser judge's, which reaches its model endpoint, or `--grader-network public`.
         "docker-compose.yaml": text_file(
-            compose_override(spec, "harbor-grader", network=spec.grading.rule == "judge")
+            compose_override(spec, "harbor-grader", network=grader_has_network(spec))
         ),
         **payload,
     }

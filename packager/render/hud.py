@@ -107,6 +107,7 @@ def make_hud_files(
         "agent_uid": _pylit(AGENT_UID),
         "grade_timeout_sec": _pylit(2 * spec.grading.timeout_sec + 600),
         "agent_timeout_sec": _pylit(spec.agent_timeout_sec),
+        "grader_network": _pylit("public") if spec.grading.network else None,
     }
     columns = [
         (_pylit(key), _pylit(value))

@@ -36,3 +36,11 @@ def tree_sha(git_dir: Path, commit: str) -> str | None:
     """The id of `commit`'s root tree."""
     done = _git(git_dir, "rev-parse", f"{commit}^{{tree}}")
     return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+@lru_cache(maxsize=256)
+def commit_date(git_dir: Path, commit: str) -> str | None:
+    """A commit's committer date (ISO 8601 with its offset), None when it cannot be read."""
+    done = _git(git_dir, "log", "-1", "--format=%cI", commit, "--")
+    out = done.stdout.decode().strip()
+    return out if done.returncode == 0 and out else None

@@ -139,6 +139,7 @@ def open_selection(cfg: SelectionConfig) -> Selection:
         python_fallback=cfg.python_fallback,
         toolchain_fallback=cfg.toolchain_fallback,
         strict_environment=cfg.strict_environment,
+        grader_network=cfg.grader_network,
         as_of=cfg.as_of,
     )
 

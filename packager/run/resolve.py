@@ -62,6 +62,7 @@ def _resolve_from_source(
         or env.conda_env_paths
         or spec.repo.history == "base-only"
         or spec.grading.rule == "judge"
+        or env.as_of_commit is not None
     )
     if name not in repo_sources and not mirror_dirs and not needs_source:
         # A remote source is only contacted when the image is built.
@@ -79,6 +80,8 @@ def _resolve_from_source(
                 spec.task_id, field_name, f"commit {sha} not found in repo source for {name}"
             )
     update: dict[str, object] = {}
+    if env.as_of_commit is not None:
+        spec = _dated_by_commit(spec, git_dir)
     if spec.repo.reference_commit is not None and spec.gold_patch is None:
         diff = repos.read_diff(git_dir, spec.repo.base_commit, spec.repo.reference_commit)
         if not diff.strip():
@@ -100,6 +103,33 @@ def _resolve_from_source(
         update["grading"] = grading
         update["environment"] = environment
     return spec.model_copy(update=update) if update else spec
+
+
+def _dated_by_commit(spec: TaskSpec, git_dir: Path) -> TaskSpec:
+    """`--as-of setup-commit`: the environment resolves as of the committer date of the commit
+    the adapter named (`as_of_commit`), recorded as `resolved_as_of`.
+    """
+    from packager.images.timemachine import as_stamp
+    from packager.repos.read import commit_date
+
+    env = spec.environment
+    assert env.as_of_commit is not None
+    when = commit_date(git_dir, env.as_of_commit)
+    if when is None:
+        raise RowError(
+            spec.task_id,
+            "environment_setup_commit",
+            f"commit {env.as_of_commit} not found in repo source for {spec.repo.name} "
+            "(--as-of setup-commit reads its date)",
+        )
+    stamp = as_stamp(when)
+    meta = {**spec.provenance.metadata, "resolved_as_of": stamp}
+    return spec.model_copy(
+        update={
+            "environment": env.model_copy(update={"as_of": stamp, "as_of_commit": None}),
+            "provenance": spec.provenance.model_copy(update={"metadata": meta}),
+        }
+    )
 
 
 def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> Environment:

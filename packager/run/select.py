@@ -16,7 +16,7 @@ from packager.datasets.recipes import Recipes
 from packager.datasets.sources import DatasetSource, iter_rows
 from packager.errors import PackagerError, RowError, UnknownTasksError
 from packager.models.spec import TaskSpec
-from packager.registry import Prebuilt, Prompt
+from packager.registry import GraderNetwork, Prebuilt, Prompt
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,11 @@ class Selection:
     toolchain_fallback: Literal["nearest", "never"] = "nearest"
     """`--toolchain-fallback`: likewise for the toolchains of a harness spec."""
     strict_environment: bool = False
+    grader_network: GraderNetwork = "none"
+    """`--grader-network`: the grader container offline (`none`) or on the network."""
     """`--strict-environment`: a conda package pip cannot install fails the build."""
     as_of: str = "none"
-    """`--as-of`: created, a date, or none."""
+    """`--as-of`: created, setup-commit, a date, or none."""
 
     def wants(self, spec: TaskSpec) -> bool:
         """Whether an adapted row passes the repository and language filters."""
@@ -83,6 +85,7 @@ class Selection:
             python_fallback=self.python_fallback,
             toolchain_fallback=self.toolchain_fallback,
             strict_environment=self.strict_environment,
+            grader_network=self.grader_network,
             as_of=self.as_of,
         )
 

@@ -18,12 +18,14 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from packager.images.wheelhouse import bridge_gateway
 from packager.samples.make_samples import new_file_diff
 from tests.conftest import ROOT, run_cli, sample_rows
 
@@ -59,6 +61,44 @@ def test_fetch() -> None:
     urllib.request.urlopen("http://service.invalid/status", timeout=5)
 '''
 
+HOST_TEST = """
+
+def test_fetch_host() -> None:
+    \"\"\"Reaches a service on the engine's host by the grader's host-gateway name: only a
+    grader given the network (--grader-network public) gets an answer.\"\"\"
+    import urllib.request
+
+    url = "http://host.docker.internal:{port}/status"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        assert answer.read() == b"up"
+"""
+
+
+class _Status(BaseHTTPRequestHandler):
+    asked: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        _Status.asked.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"up")
+
+    def log_message(self, *_args: Any) -> None:
+        return
+
+
+@pytest.fixture(scope="module")
+def status_port(docker_client: Any) -> Iterator[int]:
+    """A service on the engine's bridge gateway that answers `up` (the public-network row's)."""
+    gateway = bridge_gateway(docker_client)
+    assert gateway is not None, "the engine's bridge has no gateway"
+    server = ThreadingHTTPServer((gateway, 0), _Status)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
 
 def _row(instance: str, new_id: str, **changes: Any) -> dict[str, Any]:
     row = next(r for r in sample_rows() if r.get("instance_id") == instance)
@@ -84,9 +124,10 @@ def _recipes() -> dict[str, Any]:
     }
 
 
-def _rows() -> list[dict[str, Any]]:
+def _rows(port: int) -> list[dict[str, Any]]:
     inv = _row(INV, "x")
     kv = _row(KV, "x")
+    textkit = _row(TEXTKIT, "x")
     hidden_path = "tests/hidden/test_hidden.py"
     hidden = (SAMPLES_SRC / "inventory" / "hidden" / hidden_path).read_text()
     return [
@@ -122,14 +163,25 @@ def _rows() -> list[dict[str, Any]]:
             test_patch=new_file_diff(hidden_path, hidden + NETWORK_TEST),
             FAIL_TO_PASS=[*inv["FAIL_TO_PASS"], f"{hidden_path}::test_fetch"],
         ),
+        _row(
+            TEXTKIT,
+            "faults__network-host",
+            test_patch=textkit["test_patch"]
+            + new_file_diff("tests/test_host.py", HOST_TEST.format(port=port).lstrip()),
+            FAIL_TO_PASS=json.dumps(
+                [*json.loads(textkit["FAIL_TO_PASS"]), "tests/test_host.py::test_fetch_host"]
+            ),
+        ),
     ]
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterator[Path]:
+def work(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: Any, status_port: int
+) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("faults")
     (tmp / "repos").symlink_to(BUNDLES)  # the samples' repo sources travel with the rows
-    (tmp / "faults.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    (tmp / "faults.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(status_port)))
     (tmp / "recipes.yaml").write_text(yaml.safe_dump(_recipes(), sort_keys=True))
     yield tmp
     _assert_no_containers(docker_client, "")
@@ -206,6 +258,30 @@ def test_gold_run_that_needs_the_network_is_needs_network(work: Path, docker_cli
     assert result["oracle"][0]["network_hosts"] == ["service.invalid"]
     assert result["oracle"][0]["reward"] < 1.0  # the hidden tests weigh in the formula
     assert "needs_network" in proc.stdout
+    _assert_no_containers(docker_client, task)
+
+
+def test_grader_network_public_grades_with_the_network(work: Path, docker_client: Any) -> None:
+    """Offline by default (the host's name does not even resolve): needs_network naming it.
+    `--grader-network public`: the same tests reach the host's service, and the row verifies;
+    task.toml says so in Harbor's terms."""
+    task = "faults__network-host"
+    proc = _package(work, task, "--oracle-runs", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = _result(work, task)
+    assert result["status"] == "needs_network", result
+    assert "host.docker.internal" in result["reason"], result["reason"]
+    assert _Status.asked == []
+    task_toml = next((work / "out" / "faults" / "tasks").glob(f"{task}/task.toml")).read_text()
+    assert "network_mode" not in task_toml
+
+    proc = _package(work, task, "--oracle-runs", "1", "--grader-network", "public")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = _result(work, task)
+    assert result["status"] == "verified", result
+    assert _Status.asked and set(_Status.asked) == {"/status"}
+    task_toml = next((work / "out" / "faults" / "tasks").glob(f"{task}/task.toml")).read_text()
+    assert 'network_mode = "public"' in task_toml and 'grader_network = "public"' in task_toml
     _assert_no_containers(docker_client, task)
 
 
