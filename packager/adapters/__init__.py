@@ -145,6 +145,27 @@ def resolved_as_of(row: Mapping[str, Any], rule: str, task: str) -> str | None:
         raise RowError(task, field, f"not a date: {value!r}") from exc
 
 
+def _with_refresh(spec: TaskSpec) -> TaskSpec:
+    """A Python environment (a venv this project builds) whose gold patch declares dependencies:
+    the grader re-runs the install step offline after the candidate (Grading.refresh_*).
+    """
+    from packager.adapters.declared import added_requirements
+
+    env = spec.environment
+    if not (env.python and not env.prebuilt and env.install and spec.gold_patch):
+        return spec
+    requirements = added_requirements(spec.gold_patch)
+    if not requirements:
+        return spec
+    grading = spec.grading.model_copy(
+        update={
+            "refresh_requirements": requirements,
+            "refresh_command": " && ".join(env.install),
+        }
+    )
+    return spec.model_copy(update={"grading": grading})
+
+
 def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> TaskSpec:
     """Adapt one row, detecting its schema unless given; pydantic errors become RowErrors."""
     from pydantic import ValidationError
@@ -164,6 +185,7 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
         dated_commit = as_of_commit(row, ctx.as_of) if python_env else None
         if dated_commit is not None:
             update["as_of_commit"] = dated_commit
+        spec = _with_refresh(spec)
         if ctx.grader_network == "public" and not spec.grading.network:
             grading = spec.grading.model_copy(update={"network": True})
             spec = spec.model_copy(update={"grading": grading})

@@ -118,6 +118,7 @@ RUN_FILES = (
     "reward.json",
     "report.json",
     "test-output.txt",
+    "refresh-output.txt",
     "apply.log",
     "agent.txt",
     "collect.txt",
@@ -509,7 +510,7 @@ def _grader_results(
             raise _oom_error(plan, "grader", log_dir)
         archive = fetched.result() if fetched is not None else b""
     files = {}
-    for name in ("reward.json", "report.json", "test-output.txt"):
+    for name in ("reward.json", "report.json", "test-output.txt", "refresh-output.txt"):
         if on_host and folder is not None:
             data = read_confined(folder, f"verifier/{name}")
         else:

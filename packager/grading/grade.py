@@ -47,6 +47,7 @@ DEFAULT_TIMEOUT_SEC = 1800.0
 RULES = ("all_pass", "formula", "script", "judge")
 TEST_OUTPUT = "test-output.txt"
 BUILD_OUTPUT = "build-output.txt"
+REFRESH_OUTPUT = "refresh-output.txt"
 GRADER_OUTPUT = "grader-output.txt"
 GRADER_STDERR = "grader-stderr.txt"
 
@@ -347,7 +348,16 @@ def _protect_and_add_tests(
     if test_patch is not None:
         test_text = test_patch.read_text(encoding="utf-8", errors="surrogateescape")
         test_paths = patching.touched_paths(test_text)
-    restored = patching.restore_protected(repo, base, protected, test_paths, touched)
+    keep: List[str] = []
+    if plan.get("refresh"):
+        keep = [
+            p
+            for p in touched
+            if p not in test_paths and patching.declaration_change_kept(repo, base, p)
+        ]
+        if keep:
+            report["declarations_kept"] = keep
+    restored = patching.restore_protected(repo, base, protected, test_paths, touched, keep)
     report["violations"].extend({"kind": "protected_path_restored", "path": p} for p in restored)
     if test_patch is not None:
         try:
@@ -515,6 +525,33 @@ COLLECTED_EXIT_CODES = (0, 1)
 collection errors; 3: internal error; 4: usage error; 5: no tests collected)."""
 
 
+def _refresh(
+    plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
+) -> None:
+    """The gold patch declares dependencies: re-run the environment's install step on the
+    candidate's tree, offline, from the wheels the grader image holds (as the harness re-runs
+    it with the network), so a candidate that declares the same dependency gets it. Its exit
+    code is recorded; the tests decide (a failed install shows as failing tests).
+    """
+    spec = plan.get("refresh")
+    if not spec:
+        return
+    if not isinstance(spec, dict) or not spec.get("command"):
+        raise ValueError("plan: refresh needs a command")
+    env = _command_env(plan)
+    env.update(
+        {
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(spec.get("wheels") or ""),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        }
+    )
+    code, timed_out, _ = processes.run_logged(
+        str(spec["command"]), repo, env, min(timeout, 900.0), out_dir / REFRESH_OUTPUT
+    )
+    report["refresh"] = {"exit_code": code, "timed_out": timed_out}
+
+
 def _build_health(
     spec: Mapping[str, Any],
     plan: Mapping[str, Any],
@@ -654,6 +691,7 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
         patching.git(repo, "reset", "-q", grading_base)
     _check_policy(plan, touched, report)
     _protect_and_add_tests(plan, plan_dir, repo, touched, report, grading_base)
+    _refresh(plan, repo, out_dir, timeout, report)
 
     if judge is not None:
         try:

@@ -418,6 +418,58 @@ DEFAULT_PROTECTED = (
 )
 
 
+# A task whose gold patch declares dependencies (plan ``refresh``) lets a candidate declare them
+# too: a change to setup.cfg or pyproject.toml is kept when it leaves the sections that configure
+# the test run or register plugins as they were (names and text), and no changed line of the
+# file names an entry point; any other change to them is restored as above.
+TEST_CONFIG_SECTIONS = {
+    "setup.cfg": re.compile(r"^(tool:pytest|pytest|options\.entry_points)$"),
+    "pyproject.toml": re.compile(
+        r"^(tool\.pytest(\..*)?|project\.entry-points(\..*)?|project\.(gui-)?scripts"
+        r"|tool\.poetry\.(plugins|scripts)(\..*)?|tool\.setuptools\.entry-points(\..*)?)$"
+    ),
+}
+_SECTION = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_ENTRY_POINT_WORDS = re.compile(r"entry[-_]points|pytest11|scripts", re.IGNORECASE)
+
+
+def _config_sections(text: str, pattern: Pattern[str]) -> Dict[str, List[str]]:
+    """The lines of every section whose name matches ``pattern``, by name (blank lines and
+    comments left out: they change nothing).
+    """
+    found: Dict[str, List[str]] = {}
+    current: Optional[str] = None
+    for line in text.splitlines():
+        header = _SECTION.match(line)
+        if header:
+            name = header.group(1).strip().strip("\"'")
+            current = name if pattern.match(name) else None
+            if current is not None:
+                found.setdefault(current, [])
+            continue
+        if current is not None and line.strip() and not line.lstrip().startswith(("#", ";")):
+            found[current].append(line.rstrip())
+    return found
+
+
+def declaration_change_kept(repo: Union[str, Path], base_commit: str, path: str) -> bool:
+    """Whether the candidate's change to ``path`` (setup.cfg or pyproject.toml, modified) leaves
+    its test-configuration and plugin sections as the base commit has them.
+    """
+    pattern = TEST_CONFIG_SECTIONS.get(os.path.basename(path))
+    target = Path(repo) / path
+    if pattern is None or target.is_symlink() or not target.is_file():
+        return False
+    before = git(repo, "show", f"{base_commit}:{path}", check=False)
+    if before.returncode != 0:
+        return False
+    after = target.read_text(encoding="utf-8", errors="surrogateescape")
+    if _config_sections(before.stdout, pattern) != _config_sections(after, pattern):
+        return False
+    old, new = set(before.stdout.splitlines()), set(after.splitlines())
+    return not any(_ENTRY_POINT_WORDS.search(line) for line in old ^ new)
+
+
 def paths_in_commit(repo: Union[str, Path], commit: str, paths: Sequence[str]) -> List[str]:
     """Which of ``paths`` are files in ``commit``."""
     found: List[str] = []
@@ -482,8 +534,10 @@ def restore_protected(
     protected_globs: Sequence[str],
     extra_paths: Sequence[str] = (),
     candidate_paths: Sequence[str] = (),
+    keep: Sequence[str] = (),
 ) -> List[str]:
-    """Restore every changed path matching ``protected_globs`` or listed in ``extra_paths``.
+    """Restore every changed path matching ``protected_globs`` or listed in ``extra_paths``,
+    except those in ``keep``.
 
     Returns the restored paths, i.e. the protected ones the candidate had changed.
     """
@@ -491,7 +545,7 @@ def restore_protected(
     restored = [
         p
         for p in changed_paths(repo, base_commit, candidate_paths)
-        if p in extra or matches_any(p, protected_globs)
+        if (p in extra or matches_any(p, protected_globs)) and p not in keep
     ]
     if restored:
         restore_paths(repo, base_commit, restored)

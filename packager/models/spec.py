@@ -172,6 +172,12 @@ class Grading(Frozen):
     """SWEeper: the command that starts the web app (with PORT set), and how it was found."""
     app_port: int | None = None
     app_start_how: str | None = None
+    refresh_requirements: tuple[str, ...] = ()
+    """Requirements the gold patch declares (packager.adapters.declared): the grader image holds
+    wheels of them (and of pip's build tools) in REFRESH_WHEELS, never the agent image."""
+    refresh_command: str | None = None
+    """The environment's install step, re-run by the grading runtime offline (from those wheels)
+    after a candidate is applied, as the harness re-runs it with the network."""
     network: bool = False
     """Whether the grader container has the network (`--grader-network public`); a browser
     judge's grader has it regardless (it reaches its model)."""

@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import posixpath
+import shlex
 import stat
 import zipfile
 from dataclasses import dataclass
@@ -317,6 +318,10 @@ def venv_pth(venv: str, python: str, as_of: bool = False) -> str:
     return f"import sys; exec({body + (AS_OF_HOOK if as_of else '')!r})\n"
 
 
+REFRESH_WHEELS = "/opt/packager-refresh"
+"""Where the grader image keeps wheels of what the gold patch declares (Grading.refresh_*)."""
+
+
 def make_plan(spec: TaskSpec) -> dict[str, Any]:
     """plan.json: everything the grading runtime needs (see docs/grading.md)."""
     g = spec.grading
@@ -343,6 +348,8 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
         "patch_policy": None,
         "script": None,
     }
+    if g.refresh_command:
+        plan["refresh"] = {"command": g.refresh_command, "wheels": REFRESH_WHEELS}
     if g.rule == "formula":
         plan["formula"] = {
             "expression": g.formula,
@@ -547,6 +554,10 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
                 grader_roots=sorted({p.split("/")[0] for p in spec.grading.grader_files}),
                 judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
                 judge_venv=JUDGE_VENV,
+                refresh_requirements=" ".join(
+                    shlex.quote(r) for r in spec.grading.refresh_requirements
+                ),
+                refresh_wheels=REFRESH_WHEELS,
             )
         ),
         "test.sh": OutFile(

@@ -13,6 +13,7 @@ import ast
 import fnmatch
 import functools
 import re
+import shlex
 from typing import Any
 
 import tomli_w
@@ -20,7 +21,7 @@ import tomli_w
 from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.models.spec import TaskSpec
 from packager.render import FileTree, OutFile, render_template, text_file
-from packager.render.harbor import GRADING_ARCHIVE
+from packager.render.harbor import GRADING_ARCHIVE, REFRESH_WHEELS
 from packager.render.naming import make_hud_env_name
 
 HUD_VERSION = "0.6.21"
@@ -135,6 +136,10 @@ def make_hud_files(
             wheels_glob=_optional(BUILD_WHEELS_NAME),
             judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
             judge_venv=JUDGE_VENV,
+            refresh_requirements=" ".join(
+                shlex.quote(r) for r in spec.grading.refresh_requirements
+            ),
+            refresh_wheels=REFRESH_WHEELS,
         )
     )
     files["pyproject.toml"] = OutFile(tomli_w.dumps(_pyproject(env_name)).encode())

@@ -420,7 +420,7 @@ def _build_grader(
     client: DockerClient, spec: TaskSpec, paths: OutputPaths, plan: _AgentPlan, tag: str
 ) -> ImageBuild:
     """The grader image (and the browser judge's image it starts FROM, for a judge task)."""
-    from packager.images import build
+    from packager.images import build, wheelhouse
 
     if spec.grading.rule == "judge" and (plan.rebuild or not build.image_exists(client, tag)):
         from packager.judge.image import ensure_judge_image
@@ -435,6 +435,9 @@ def _build_grader(
         log_path=plan.logs / "build-grader.log",
         timeout_sec=plan.opts.timeout_sec,
         force=plan.rebuild,
+        # Wheels of what the gold patch declares come through the machine's wheelhouse (and the
+        # index as of the environment's date); the hosts entry is in no cache key.
+        extra_hosts=wheelhouse.build_hosts(client) if spec.grading.refresh_requirements else None,
     )
     log = str(grader.log_path) if grader.log_path else None
     return ImageBuild(tag, grader.built, round(grader.duration_sec, 3), log)

@@ -145,3 +145,81 @@ def test_a_row_dated_before_a_release_builds_the_older_version(
             undated / "rows" / "tasks" / "gen__calc-0" / "environment" / "Dockerfile"
         ).read_text()
     )
+
+
+def _declares(requirement: str, value: str = "0") -> str:
+    """A patch that makes `value_0` return `value` through `asofpkg` and declares it."""
+    return (
+        "diff --git a/calc/mod_0.py b/calc/mod_0.py\n"
+        "--- a/calc/mod_0.py\n+++ b/calc/mod_0.py\n"
+        "@@ -2,4 +2,7 @@\n \n \n def value_0() -> int:\n"
+        f"-    return 1\n+    import asofpkg\n+\n+    assert asofpkg.VERSION\n+    return {value}\n"
+        + (
+            "diff --git a/requirements.txt b/requirements.txt\nnew file mode 100644\n"
+            "--- /dev/null\n+++ b/requirements.txt\n@@ -0,0 +1 @@\n"
+            f"+{requirement}\n"
+            if requirement
+            else ""
+        )
+    )
+
+
+def test_a_fix_that_adds_a_dependency_gets_it_offline_at_grading(
+    tmp_path: Path, docker_client: Any, index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gold patch imports a package the environment lacks and declares it (requirements.txt,
+    read by the install step). The grader image carries its wheel, the agent image does not, and
+    grading re-runs the install step offline: gold and a candidate declaring the same package
+    its own way get 1.0; the same code without the declaration gets 0."""
+    monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "cache"))
+    data = generate(tmp_path / "ds", 1)
+    row = json.loads(data.read_text().splitlines()[0])
+    assert "return 1\n" in row["patch"]
+    row["patch"] = _declares("asofpkg")
+    data.write_text(json.dumps(row) + "\n")
+    recipes = tmp_path / "ds" / "recipes.yaml"
+    host = index.split("/")[2].split(":")[0]
+    recipes.write_text(
+        recipes.read_text()
+        + "  install: 'if [ -f requirements.txt ]; then pip install -r requirements.txt; fi'\n"
+        + f"  env_vars:\n    PIP_INDEX_URL: {index}\n    PIP_TRUSTED_HOST: {host}\n"
+    )
+    ca = ["--ca-bundle", "/etc/ssl/certs/ca-certificates.crt"]
+    out = tmp_path / "out"
+    done = run_cli("package", "--all", "--dataset", str(data), *ca, "--out", str(out), timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((out / "rows" / "results" / "gen__calc-0.json").read_text())
+    assert result["status"] == "verified", result
+    plan = json.loads((out / "rows" / "tasks" / "gen__calc-0" / "tests" / "plan.json").read_text())
+    assert plan["refresh"]["command"].startswith("if [ -f requirements.txt ]")
+    script = "python -c 'import asofpkg' 2>/dev/null || test -e /opt/packager-refresh || echo clean"
+    agent = docker_client.containers.run(
+        result["images"]["agent"], ["bash", "-c", script], remove=True, network_mode="none"
+    )
+    assert agent.decode().strip() == "clean"
+    grader = docker_client.containers.run(
+        result["images"]["grader"], ["ls", "/opt/packager-refresh"], remove=True
+    )
+    assert "asofpkg-2.0-py3-none-any.whl" in grader.decode()
+
+    rewards = {}
+    for name, patch in (
+        ("declared", _declares("asofpkg>=1.0")),
+        ("undeclared", _declares("")),
+    ):
+        path = tmp_path / f"{name}.patch"
+        path.write_text(patch)
+        said = run_cli(
+            "verify",
+            "gen__calc-0",
+            "--dataset",
+            str(data),
+            "--out",
+            str(out),
+            "--patch",
+            str(path),
+            *ca,
+        )
+        assert said.returncode == 0, said.stdout + said.stderr
+        rewards[name] = json.loads(said.stdout.strip().splitlines()[-1])["reward"]
+    assert rewards == {"declared": 1.0, "undeclared": 0.0}

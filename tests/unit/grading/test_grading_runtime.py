@@ -843,3 +843,51 @@ def _payload(task: Task, patch: str) -> str:
     folder.mkdir(exist_ok=True)
     (folder / "test.patch").write_text(patch)
     return "payload/test.patch"
+
+
+SETUP_CFG = (
+    "[metadata]\nname = calc\n\n[options]\ninstall_requires =\n    six>=1.0\n\n"
+    "[tool:pytest]\naddopts = -p no:cacheprovider\n"
+)
+
+
+def _with_setup_cfg(task: Task) -> None:
+    (task.repo / "setup.cfg").write_text(SETUP_CFG)
+    run_git(task.repo, "add", "setup.cfg")
+    run_git(task.repo, "commit", "-q", "-m", "setup.cfg")
+    task.base = run_git(task.repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize(
+    ("change", "kept"),
+    [
+        (SETUP_CFG.replace("six>=1.0\n", "six>=1.0\n    newdep>=1\n"), True),
+        (SETUP_CFG + "\n[isort]\nknown_third_party = newdep, pytest\n", True),
+        (SETUP_CFG.replace("-p no:cacheprovider", "-p cheat"), False),
+        (SETUP_CFG + "\n[options.entry_points]\npytest11 =\n    cheat = cheat\n", False),
+        (SETUP_CFG.replace("[options]", "[options]\nentry_points = pytest11 = cheat"), False),
+    ],
+    ids=["dependency", "other-section", "pytest-section", "plugin-section", "entry-point-line"],
+)
+def test_a_task_that_refreshes_keeps_only_declaration_changes(
+    task: Task, change: str, kept: bool
+) -> None:
+    """With a refresh step (the gold patch declares dependencies), a candidate's setup.cfg change
+    is kept when the test-run and plugin sections stay as they were; without one, every change
+    to it is restored as before."""
+    _with_setup_cfg(task)
+    marker = task.root / "refreshed"
+    refresh = {"command": f"cp setup.cfg {marker}", "wheels": str(task.root / "wheels")}
+    patch = task.diff({"calc.py": CALC_FIXED, "setup.cfg": change})
+    reward, report = task.grade(patch, refresh=refresh)
+    assert reward["reward"] == 1.0
+    assert report["refresh"] == {"exit_code": 0, "timed_out": False}
+    restored = [v["path"] for v in report["violations"]]
+    assert restored == ([] if kept else ["setup.cfg"])
+    assert marker.read_text() == (change if kept else SETUP_CFG)  # what the install step read
+    assert report.get("declarations_kept", []) == (["setup.cfg"] if kept else [])
+
+    marker.unlink()
+    reward, report = task.grade(patch)  # no refresh: the file is protected whole
+    assert [v["path"] for v in report["violations"]] == ["setup.cfg"]
+    assert "refresh" not in report and not marker.exists()
