@@ -145,6 +145,32 @@ def resolved_as_of(row: Mapping[str, Any], rule: str, task: str) -> str | None:
         raise RowError(task, field, f"not a date: {value!r}") from exc
 
 
+def _with_services(spec: TaskSpec) -> TaskSpec:
+    """A row whose tests call a well-known service that is a package (services.yaml): the
+    grader serves a stand-in on loopback and the test command is told where (its env).
+    """
+    from packager.datasets.services import services_for
+
+    env = spec.environment
+    version = spec.provenance.metadata.get("version")
+    if not (env.python and not env.prebuilt) or spec.grading.services:
+        return spec
+    services = services_for(spec.repo.name, version if isinstance(version, str) else None)
+    if not services:
+        return spec
+    told = {k: v for s in services for k, v in s.env.items()}
+    grading = spec.grading.model_copy(
+        update={"services": services, "env": {**spec.grading.env, **told}}
+    )
+    meta = {**spec.provenance.metadata, "stand_in_services": [s.name for s in services]}
+    return spec.model_copy(
+        update={
+            "grading": grading,
+            "provenance": spec.provenance.model_copy(update={"metadata": meta}),
+        }
+    )
+
+
 def _with_refresh(spec: TaskSpec) -> TaskSpec:
     """A Python environment (a venv this project builds) whose gold patch declares dependencies:
     the grader re-runs the install step offline after the candidate (Grading.refresh_*).
@@ -185,7 +211,7 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
         dated_commit = as_of_commit(row, ctx.as_of) if python_env else None
         if dated_commit is not None:
             update["as_of_commit"] = dated_commit
-        spec = _with_refresh(spec)
+        spec = _with_services(_with_refresh(spec))
         if ctx.grader_network == "public" and not spec.grading.network:
             grading = spec.grading.model_copy(update={"network": True})
             spec = spec.model_copy(update={"grading": grading})

@@ -20,7 +20,9 @@ import hashlib
 import json
 import math
 import os
+import re
 import secrets
+import shlex
 import shutil
 import signal
 import sys
@@ -390,6 +392,42 @@ def _test_command(plan: Mapping[str, Any], repo: Path) -> Tuple[str, str, Option
     return command, parser, junit_file
 
 
+SERVICE_WAIT = (
+    "import socket, sys, time\n"
+    "for _ in range(600):\n"
+    "    try:\n"
+    "        socket.create_connection(('127.0.0.1', {port}), 1).close()\n"
+    "        sys.exit(0)\n"
+    "    except OSError:\n"
+    "        time.sleep(0.1)\n"
+    "sys.exit(1)\n"
+)
+
+
+def _with_services(plan: Mapping[str, Any], command: str, out_dir: Path) -> str:
+    """The test command, after the plan's stand-in services are started in its own process
+    group (so they end with it) and their ports answer (up to 60 s each); their output goes to
+    ``service-<name>.txt``.
+    """
+    services = plan.get("services") or []
+    if not isinstance(services, list):
+        raise ValueError("plan: services must be a list")
+    steps = []
+    for service in services:
+        name, port = str(service["name"]), int(service["port"])
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise ValueError(f"plan: bad service name {name!r}")
+        log = shlex.quote(str(out_dir / f"service-{name}.txt"))
+        python = shlex.quote(str(service["python"]))
+        wait = shlex.quote(SERVICE_WAIT.format(port=port))
+        steps.append(f"{{ {service['command']} ; }} >{log} 2>&1 &")
+        steps.append(
+            f"{python} -c {wait} || echo 'grading: stand-in service {name} did not answer on "
+            f"port {port}' >&2"
+        )
+    return "\n".join([*steps, command]) if steps else command
+
+
 def _run_tests(
     plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
 ) -> Dict[str, str]:
@@ -421,7 +459,7 @@ def _run_tests(
         elif parser in tripwires.CPP_FRAMEWORKS:
             added = tripwires.write_cpp_tripwire(repo, command, parser)
         code, timed_out, output = processes.run_logged(
-            command, repo, env, timeout, out_dir / TEST_OUTPUT
+            _with_services(plan, command, out_dir), repo, env, timeout, out_dir / TEST_OUTPUT
         )
         report["exit_code"] = code
         if timed_out:

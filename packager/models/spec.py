@@ -142,6 +142,22 @@ class Criterion(Frozen):
     description: str = ""
 
 
+class Service(Frozen):
+    """A stand-in service the grader serves on loopback for the test command
+    (packager/datasets/services.yaml).
+    """
+
+    name: str
+    packages: tuple[str, ...]
+    """pip requirements of its own virtualenv in the grader image."""
+    command: str
+    python: str
+    """That virtualenv's interpreter."""
+    port: int
+    env: dict[str, str] = Field(default_factory=dict)
+    """Given to the test command (also in Grading.env)."""
+
+
 class Grading(Frozen):
     """How the grader image decides the reward; serialised into plan.json."""
 
@@ -178,6 +194,8 @@ class Grading(Frozen):
     refresh_command: str | None = None
     """The environment's install step, re-run by the grading runtime offline (from those wheels)
     after a candidate is applied, as the harness re-runs it with the network."""
+    services: tuple[Service, ...] = ()
+    """Stand-in services started before the test command (their `env` is in `env`)."""
     network: bool = False
     """Whether the grader container has the network (`--grader-network public`); a browser
     judge's grader has it regardless (it reaches its model)."""

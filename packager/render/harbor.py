@@ -348,6 +348,11 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
         "patch_policy": None,
         "script": None,
     }
+    if g.services:
+        plan["services"] = [
+            {"name": s.name, "command": s.command, "python": s.python, "port": s.port}
+            for s in g.services
+        ]
     if g.refresh_command:
         plan["refresh"] = {"command": g.refresh_command, "wheels": REFRESH_WHEELS}
     if g.rule == "formula":
@@ -558,6 +563,10 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
                     shlex.quote(r) for r in spec.grading.refresh_requirements
                 ),
                 refresh_wheels=REFRESH_WHEELS,
+                services=[
+                    (s.name, s.python.rsplit("/bin/", 1)[0], " ".join(map(shlex.quote, s.packages)))
+                    for s in spec.grading.services
+                ],
             )
         ),
         "test.sh": OutFile(

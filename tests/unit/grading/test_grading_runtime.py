@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -891,3 +892,36 @@ def test_a_task_that_refreshes_keeps_only_declaration_changes(
     reward, report = task.grade(patch)  # no refresh: the file is protected whole
     assert [v["path"] for v in report["violations"]] == ["setup.cfg"]
     assert "refresh" not in report and not marker.exists()
+
+
+def test_stand_in_services_answer_before_the_tests_and_end_with_them(task: Task) -> None:
+    """A plan's service is started before the test command, its port answers when the tests
+    run, its output has its own file, and no process of it outlives the run."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = task.root / "served"
+    served.mkdir()
+    (served / "status").write_text("up")
+    test = (
+        "import urllib.request\n\n\ndef test_service():\n"
+        f"    url = 'http://127.0.0.1:{port}/status'\n"
+        "    assert urllib.request.urlopen(url, timeout=5).read() == b'up'\n"
+    )
+    service = {
+        "name": "files",
+        "command": f"{PY} -m http.server --bind 127.0.0.1 --directory {served} {port}",
+        "python": sys.executable,
+        "port": port,
+    }
+    (task.task / "test.patch").write_text(task.diff({"tests/test_service.py": test}))
+    patch = task.diff({"calc.py": CALC_FIXED})
+    ids = ["tests/test_service.py::test_service"]
+    given = {"test_patch": "test.patch", "fail_to_pass": F2P + ids}
+    reward, report = task.grade(patch, services=[service], **given)
+    assert reward["reward"] == 1.0, report
+    assert "GET /status" in (task.out / "service-files.txt").read_text()
+    with socket.socket() as again:
+        assert again.connect_ex(("127.0.0.1", port)) != 0  # the service ended with the run
+    _, report = task.grade(patch, **given)
+    assert report["tests"][ids[0]] == "failed"  # without it, nothing answers
