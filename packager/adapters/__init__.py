@@ -192,6 +192,28 @@ def _with_refresh(spec: TaskSpec) -> TaskSpec:
     return spec.model_copy(update={"grading": grading})
 
 
+def _with_installers_out(spec: TaskSpec) -> TaskSpec:
+    """A venv this project builds for a repository whose package an installer vendors
+    (vendored.yaml): the agent image holds none of those installers.
+    """
+    from packager.datasets.vendored import vendoring_installers
+
+    env = spec.environment
+    if not (env.python and not env.prebuilt and not env.dockerfile) or env.installers_out:
+        return spec
+    installers, package = vendoring_installers(spec.repo.name)
+    if not installers:
+        return spec
+    environment = env.model_copy(update={"installers_out": installers, "vendored_package": package})
+    meta = {**spec.provenance.metadata, "installers_out": list(installers)}
+    return spec.model_copy(
+        update={
+            "environment": environment,
+            "provenance": spec.provenance.model_copy(update={"metadata": meta}),
+        }
+    )
+
+
 def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> TaskSpec:
     """Adapt one row, detecting its schema unless given; pydantic errors become RowErrors."""
     from pydantic import ValidationError
@@ -211,7 +233,8 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
         dated_commit = as_of_commit(row, ctx.as_of) if python_env else None
         if dated_commit is not None:
             update["as_of_commit"] = dated_commit
-        spec = _with_services(_with_refresh(spec))
+        spec = _with_installers_out(_with_services(_with_refresh(spec)))
+        env = spec.environment
         if ctx.grader_network == "public" and not spec.grading.network:
             grading = spec.grading.model_copy(update={"network": True})
             spec = spec.model_copy(update={"grading": grading})

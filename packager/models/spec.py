@@ -129,6 +129,12 @@ class Environment(Frozen):
     """The recipe's toolchain besides Python (`node`, `c`, `go`, `rust`, `java`, `php`,
     `ruby`): before building, the repository's manifests are checked for a package registry
     this machine cannot reach (packager.datasets.registries)."""
+    installers_out: tuple[str, ...] = ()
+    """Installers (`pip`, `setuptools`) the agent image must not hold: each carries a later copy
+    of the package under test (packager.datasets.vendored). Build steps get them for the step
+    only; the grader image gets them back."""
+    vendored_package: str | None = None
+    """The package under test's import name when `installers_out` is set."""
     cpus: float | None = None
     """CPUs the task's containers get (the harness's `nano_cpus`: tests that need two cores
     skip themselves in a container whose CPU share reads as one); None = the engine's default."""

@@ -195,6 +195,9 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 python=env.python,
                 venv=VENV,
                 venv_tools=list(VENV_TOOLS) if pip_helper else [],
+                installers_out=list(env.installers_out) if pip_helper else [],
+                installer_tools=installer_tools(env.installers_out),
+                vendored_package=env.vendored_package,
                 pip_helper=pip_helper,
                 pre_install=list(env.pre_install),
                 as_of=env.as_of if pip_helper else None,
@@ -224,6 +227,17 @@ def _agent_context(spec: TaskSpec) -> FileTree:
     for name, data in env.requirements.items():
         files[f"requirements/{name}"] = OutFile(data)
     return files
+
+
+def installer_tools(names: tuple[str, ...]) -> list[str]:
+    """The venv tools' requirements (`pip>=21.3,<25`) of the installers `names`, for the steps
+    of an image that holds none of them to get them back.
+    """
+    import re
+
+    from packager.adapters.assumptions import VENV_TOOLS
+
+    return [t for t in VENV_TOOLS if re.split(r"[<>=!~ ]", t, maxsplit=1)[0] in names]
 
 
 PIP_HELPER = "packager-pip.py"
@@ -550,6 +564,7 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
         p.dataset, p.slug, "agent", image_digest(agent_ctx, snapshot_key(spec))
     )
     payload = _grader_payload(spec)
+    helper = PIP_HELPER in agent_ctx
     tests: FileTree = {
         "Dockerfile": OutFile(
             render_template(
@@ -567,6 +582,9 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
                     (s.name, s.python.rsplit("/bin/", 1)[0], " ".join(map(shlex.quote, s.packages)))
                     for s in spec.grading.services
                 ],
+                restore_installers=list(spec.environment.installers_out) if helper else [],
+                installer_tools=installer_tools(spec.environment.installers_out),
+                pip_helper=PIP_HELPER,
             )
         ),
         "test.sh": OutFile(

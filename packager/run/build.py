@@ -435,9 +435,14 @@ def _build_grader(
         log_path=plan.logs / "build-grader.log",
         timeout_sec=plan.opts.timeout_sec,
         force=plan.rebuild,
-        # Wheels of what the gold patch declares come through the machine's wheelhouse (and the
-        # index as of the environment's date); the hosts entry is in no cache key.
-        extra_hosts=wheelhouse.build_hosts(client) if spec.grading.refresh_requirements else None,
+        # Wheels of what the gold patch declares, and the installers an agent image holds none
+        # of, come through the machine's wheelhouse (and the index as of the environment's
+        # date); the hosts entry is in no cache key.
+        extra_hosts=(
+            wheelhouse.build_hosts(client)
+            if spec.grading.refresh_requirements or spec.environment.installers_out
+            else None
+        ),
     )
     log = str(grader.log_path) if grader.log_path else None
     return ImageBuild(tag, grader.built, round(grader.duration_sec, 3), log)

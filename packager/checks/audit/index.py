@@ -36,6 +36,10 @@ from packager.checks.audit.evidence import is_binary, norm_lines, sha256_hex
 
 MAX_LINE_SCAN = 64 * 1024 * 1024
 """Files above this size are hashed (exact copies are still found) but not split into lines."""
+ARCHIVE_SUFFIXES = (".whl", ".egg")
+"""Zip archives of Python packages whose members are indexed as files under the archive's path
+(`…/requests-2.25.1-py2.py3-none-any.whl/requests/models.py`): ensurepip's wheels and
+Debian's python-wheels hold zipped copies of packages an installer vendors."""
 _META = "meta.json"
 _GIT_META = (
     "HEAD",
@@ -201,8 +205,11 @@ class IndexBuilder:
                 elif src is not None:
                     self.add_file(name, src.read())
 
-    def add_file(self, name: str, data: bytes) -> None:
-        """Index one regular file (not a git object) of the layer."""
+    def add_file(self, name: str, data: bytes, *, member: bool = False) -> None:
+        """Index one regular file (not a git object) of the layer; a Python package archive's
+        members too, each as a file under the archive's path (a later layer deleting the
+        archive hides them as it hides a folder's files).
+        """
         fid = len(self.files)
         digest = sha256_hex(data)
         self.files.append(("/" + name, digest, len(data)))
@@ -217,6 +224,21 @@ class IndexBuilder:
             hashes = {blake2b(s, digest_size=8).digest() for s in norm_lines(data)}
             self.pairs_h += b"".join(hashes)
             self.pairs_f.extend([fid] * len(hashes))
+        if not member and name.lower().endswith(ARCHIVE_SUFFIXES) and data[:4] == b"PK\x03\x04":
+            self._add_members(name, data)
+
+    def _add_members(self, name: str, data: bytes) -> None:
+        import io
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                for info in archive.infolist():
+                    if not info.is_dir() and info.file_size <= MAX_LINE_SCAN:
+                        inner = info.filename.lstrip("/")
+                        self.add_file(f"{name}/{inner}", archive.read(info), member=True)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError):
+            return  # not a readable zip: indexed as the one file it is
 
     def _keep_object(self, src: IO[bytes], store: str, rest: str) -> None:
         """Copy a git object (loose or pack) as it is; the first copy of a path wins."""

@@ -52,6 +52,16 @@ class Finding:
         }
 
 
+VENDOR_FOLDERS = ("/_vendor/", "/python-wheels/", "/ensurepip/_bundled/")
+"""Where an installer keeps copies of other packages (pip/_vendor, setuptools/_vendor, the
+wheels ensurepip installs from)."""
+
+
+def vendored_copy(path: str) -> bool:
+    """Whether a finding's path is inside an installer's copy of another package."""
+    return any(folder in path for folder in VENDOR_FOLDERS)
+
+
 @dataclass(frozen=True)
 class AuditReport:
     """The audit of one image: `clean` when there are no findings."""
@@ -81,7 +91,14 @@ class AuditReport:
             for f in self.findings[:limit]
         ]
         more = len(self.findings) - limit
-        return f"leak: {'; '.join(parts)}" + (f"; and {more} more" if more > 0 else "")
+        line = f"leak: {'; '.join(parts)}" + (f"; and {more} more" if more > 0 else "")
+        if any(vendored_copy(f.path) for f in self.findings):
+            line += (
+                "; a later copy of the package under test kept by an installer (its _vendor "
+                "folder, or the wheels ensurepip installs from): a package named in "
+                "packager/datasets/vendored.yaml gets an agent image without those installers"
+            )
+        return line
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for `<task>.audit.json`."""

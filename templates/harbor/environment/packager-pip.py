@@ -23,6 +23,11 @@
 # requirement of FILE that pip cannot install (no distribution on the index, or none that
 # builds here) is dropped, said on a line of its own (DROPPED) and the install run again; the
 # tests decide whether the package mattered.
+# `--remove-installers NAME... [--wheels PACKAGE]` (an image whose installers vendor a later
+# copy of the package under test, packager/datasets/vendored.yaml): takes the installers NAME
+# out of this interpreter's site-packages with their scripts; with --wheels, also the wheels
+# kept on disk for ensurepip (installers and PACKAGE), when the wheelhouse serves this build
+# (later steps get pip from it with --bootstrap; without it they stay, said).
 # Runs on every Python a recipe may use: no f-strings, stdlib only.
 # ruff: noqa: T201, UP030, UP032 - printed for the build log; older Pythons
 import hashlib
@@ -549,7 +554,67 @@ def main(args):
     return install(["--no-cache-dir"] + upgrade + args)
 
 
+INSTALLER_FILES = {
+    "pip": ("pip", "pip-*.dist-info", "pip-*.egg-info"),
+    "setuptools": (
+        "setuptools",
+        "pkg_resources",
+        "_distutils_hack",
+        "distutils-precedence.pth",
+        "setuptools-*.dist-info",
+        "setuptools-*.egg-info",
+    ),
+}
+INSTALLER_SCRIPTS = {"pip": ("pip", "pip3", "pip3.*"), "setuptools": ("easy_install*",)}
+WHEEL_FOLDERS = ("/usr/share/python-wheels", "ensurepip/_bundled")
+"""Where installer wheels wait for ensurepip: Debian's folder (which Debian's venv copies to the
+venv's share/python-wheels), the standard library's own."""
+
+
+def remove_path(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def remove_installers(args):
+    """`--remove-installers NAME... [--wheels PACKAGE]` (see the header)."""
+    import glob
+
+    names = args[: args.index("--wheels")] if "--wheels" in args else list(args)
+    paths = sysconfig.get_paths()
+    removed = []
+    for name in names:
+        for pattern in INSTALLER_FILES.get(name, (name, name + "-*.dist-info")):
+            for path in glob.glob(os.path.join(paths["purelib"], pattern)):
+                remove_path(path)
+                removed.append(path)
+        for pattern in INSTALLER_SCRIPTS.get(name, ()):
+            for path in glob.glob(os.path.join(paths["scripts"], pattern)):
+                remove_path(path)
+                removed.append(path)
+    if "--wheels" in args:
+        package = (args[args.index("--wheels") + 1 :] or [""])[0]
+        if wheelhouse() is None:
+            print("packager-pip: no machine wheelhouse: the installer wheels ensurepip uses stay")
+        else:
+            wanted = set(names) | {package.lower().replace("-", "_")}
+            folders = [os.path.join(paths["stdlib"], f) for f in WHEEL_FOLDERS]  # absolute: kept
+            folders.append(os.path.join(sys.prefix, "share", "python-wheels"))
+            for folder in folders:
+                for path in glob.glob(os.path.join(folder, "*.whl")):
+                    dist = os.path.basename(path).split("-", 1)[0].lower().replace("-", "_")
+                    if dist in wanted:
+                        remove_path(path)
+                        removed.append(path)
+    print("packager-pip: removed {0}".format(", ".join(removed) or "nothing"))
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--remove-installers"]:
+        sys.exit(remove_installers(sys.argv[2:]))
     if sys.argv[1:2] == ["--drop-unavailable"]:
         sys.exit(drop_unavailable(sys.argv[2:]))
     sys.exit(main(sys.argv[1:]))

@@ -130,3 +130,26 @@ def test_save_path_publishes_indexes_and_leaves_no_scratch(
     # and leaves no scratch folder behind.
     assert second.stats["layers_read"] == 2 and second.findings == first.findings
     assert not any((tmp_path / "cache").rglob(".scratch/*"))
+
+
+def test_a_wheels_members_are_indexed_under_its_path(tmp_path: Path) -> None:
+    import zipfile
+
+    from packager.checks.audit.layers import Layer, visible
+
+    wheel = io.BytesIO()
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("requests/models.py", FILES["opt/app/a.py"])
+        archive.writestr("requests-2.25.1.dist-info/RECORD", b"requests/models.py,,\n")
+    name = "usr/share/python-wheels/requests-2.25.1-py2.py3-none-any.whl"
+    data = _layer({name: wheel.getvalue(), "opt/not-a-wheel.whl": b"plain text\n"})
+    index = index_tar(io.BytesIO(data), IndexBuilder(tmp_path / "s"))
+    anchor = b"value = compute_the_answer()"
+    hits = index.hits([(line_hash(anchor), anchor)])
+    paths = {index.files[fid][0] for fid in hits}
+    member = f"/{name}/requests/models.py"
+    assert paths == {member}
+    # A later layer deleting the wheel hides its members as it hides a folder's files.
+    later = Layer("later", deleted={"/" + name})
+    assert not visible([Layer("first", files={member}), later], 0, member)
+    assert visible([Layer("first", files={member}), Layer("other")], 0, member)
