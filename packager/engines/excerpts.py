@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from packager.datasets.services import SERVICES_ROOT
 from packager.grading.tripwires import GO_TRIPWIRE_PREFIX, NODE_CANARY_PREFIX, TRIPWIRE_PREFIX
 
 OUTPUT_MARKS = (
@@ -91,14 +92,32 @@ _NEAR = 300
 _LOCAL = ("localhost", "127.0.0.1", "0.0.0.0", "::1")
 
 
+_PLAIN_ANSWER = re.compile(r"WRONG_VERSION_NUMBER|SSL routines.*wrong version number", re.I)
+"""A TLS handshake answered in plain HTTP: an https request to a server that speaks http."""
+_STAND_IN = re.compile(re.escape(SERVICES_ROOT) + r"/([\w.-]+)/bin/")
+"""A stand-in service's command in the output (the runtime prints the command it runs)."""
+
+
+def _stand_in_over_https(lines: list[str]) -> list[str]:
+    """`<service> over https …` for each stand-in the run started when a request was answered
+    in plain HTTP: its tests wanted the real service's https, which a stand-in cannot give.
+    """
+    if not any(_PLAIN_ANSWER.search(line) for line in lines):
+        return []
+    names = sorted({m.group(1) for line in lines[:50] for m in _STAND_IN.finditer(line)})
+    return [f"{name} over https (its stand-in serves plain http)" for name in names]
+
+
 def network_hosts(text: str) -> list[str] | None:
     """The hosts a run failed to reach (sorted; empty when the output names none), or None
-    when the output shows no failed network access.
+    when the output shows no failed network access. A stand-in service asked for https
+    counts as the real service out of reach.
     """
     lines = text.splitlines()
     errors = [i for i, line in enumerate(lines) if _OFFLINE.search(line)]
+    stand_ins = _stand_in_over_https(lines)
     if not errors:
-        return None
+        return stand_ins or None
     hosts: set[str] = set()
     for i in errors:
         hosts.update(m.group(1) for p in _HOST_PATTERNS for m in p.finditer(lines[i]))
@@ -110,4 +129,5 @@ def network_hosts(text: str) -> list[str] | None:
             )
             for line in lines[start : i + 1]:
                 hosts.update(m.group(1) for p in _BLOCK_HOSTS for m in p.finditer(line))
-    return sorted(h.rstrip(".").lower() for h in hosts if h.rstrip(".").lower() not in _LOCAL)
+    found = sorted(h.rstrip(".").lower() for h in hosts if h.rstrip(".").lower() not in _LOCAL)
+    return found + stand_ins

@@ -521,6 +521,29 @@ def test_output_without_network_access_names_none() -> None:
     assert network_hosts("") is None
 
 
+STAND_IN_OUTPUT = (
+    "$ { /opt/packager-services/httpbin/bin/python -m httpbin.core --host 127.0.0.1 "
+    "--port 8765 ; } >/logs/verifier/service-httpbin.txt 2>&1 &\n"
+    "collected 90 items\n"
+    "E           ssl.SSLError: [SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1123)\n"
+)
+
+
+def test_a_stand_in_asked_for_https_is_the_real_service_out_of_reach() -> None:
+    """psf/requests 2.0's test_mixed_case_scheme_acceptable asks httpbin for https://; the
+    stand-in answers in plain HTTP. The gold run needed the real service: needs_network."""
+    from packager.engines.excerpts import network_hosts
+
+    hosts = network_hosts(STAND_IN_OUTPUT)
+    assert hosts == ["httpbin over https (its stand-in serves plain http)"]
+    # The same TLS error without a stand-in in the run is no network access.
+    assert network_hosts(STAND_IN_OUTPUT.split("\n", 1)[1]) is None
+    # Together with a real host: both named.
+    both = STAND_IN_OUTPUT + "socket.gaierror: [Errno -3] Temporary failure in name resolution"
+    both += " host='httpbin.org'\n"
+    assert network_hosts(both) == ["httpbin.org", hosts[0]]
+
+
 def test_a_gold_run_that_needed_the_network_is_needs_network_not_gold_failed() -> None:
     def offline(kind: str, reward: float, hosts: list[str] | None) -> RunResult:
         return _run(kind, reward, 5).model_copy(update={"network_hosts": hosts})

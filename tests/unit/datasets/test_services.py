@@ -70,3 +70,10 @@ def test_a_task_with_a_stand_in_serves_it_from_the_grader_only() -> None:
     assert "httpbin==0.10.4" in task.files["tests/Dockerfile"].data.decode()
     agent = b"".join(f.data for p, f in task.files.items() if p.startswith("environment/"))
     assert b"httpbin" not in agent.lower() and b"8765" not in agent
+
+
+def test_a_grader_with_the_network_gets_no_stand_in() -> None:
+    """`--grader-network public` grades as the harness does: the tests reach the real service."""
+    spec = to_spec(ROW, Context("verified", "test", grader_network="public"))
+    assert spec.grading.services == () and "HTTPBIN_URL" not in spec.grading.env
+    assert spec.grading.network and "stand_in_services" not in spec.provenance.metadata
