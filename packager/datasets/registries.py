@@ -14,8 +14,7 @@ naming the registry and the first dependency. Which registries are unreachable i
 - ruby: a `Gemfile` with a `gem` line (or `gemspec`, naming the gems of the repository's
   own gemspec).
 
-Any toolchain: a `.gitmodules` when the recipe's commands fetch submodules (their hosts are
-unreachable too).
+Submodules are not a registry: they come from repository sources (`repos.submodules`).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from packager.adapters import assumptions as A
@@ -146,24 +145,10 @@ _CHECKS: dict[str, Callable[[Reader], tuple[str, str] | None]] = {
 }
 
 
-def _submodule(read: Reader, commands: Iterable[str]) -> Need | None:
-    if not any("submodule" in command for command in commands):
-        return None
-    text = _text(read, ".gitmodules")
-    if text is None:
-        return None
-    match = re.search(r"^\s*path\s*=\s*(\S+)", text, re.MULTILINE)
-    first = match.group(1) if match else "its first submodule"
-    return Need("the git host of its submodules", first, ".gitmodules")
-
-
-def first_need(toolchain: str | None, read: Reader, commands: Iterable[str] = ()) -> Need | None:
+def first_need(toolchain: str | None, read: Reader) -> Need | None:
     """The first unreachable registry the repository's manifests need, None when it needs
     none this machine lacks (or its toolchain has no check).
     """
-    found = _submodule(read, commands)
-    if found is not None:
-        return found
     check = _CHECKS.get(toolchain or "")
     if check is None:
         return None

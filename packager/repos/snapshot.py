@@ -51,6 +51,7 @@ def write_snapshot_repo(
     log_path: Path | None = None,
     task: str = "<snapshot>",
     shared_packs: Path | None = None,
+    tags: bool = True,
 ) -> str:
     """Make `dest` a repository cut at `base_commit`, tree checked out; return its HEAD sha.
 
@@ -64,6 +65,8 @@ def write_snapshot_repo(
       tree's objects are copied), made with a fixed identity and date, so the same base always
       gives the same commit. Its sha is NOT `base_commit` and `base_commit` does not resolve in
       the snapshot: use the returned sha as the diff base and the expected HEAD.
+
+    `tags=False` keeps none of the source's tags (a submodule's snapshot, `repos.submodules`).
 
     With `shared_packs` (a folder of the machine cache), a full history is written as two
     packs: the history up to the newest tag it keeps (written once into that folder for every
@@ -87,7 +90,9 @@ def write_snapshot_repo(
     elif git_dir is None:
         raise RepoSourceError(task, "repo", "no repo source and no inline files")
     else:
-        expected = _copy_from_source(run, dest, git_dir, base_commit, history, shared_packs)
+        expected = _copy_from_source(
+            run, dest, git_dir, base_commit, history, shared_packs, with_tags=tags
+        )
     head = run("rev-parse", "HEAD", cwd=dest, field="base_commit").stdout.decode().strip()
     if expected is not None and head != expected:
         raise RepoSourceError(task, "base_commit", f"snapshot HEAD {head} != {expected}")
@@ -157,6 +162,8 @@ def _copy_from_source(
     base_commit: str,
     history: History,
     shared_packs: Path | None = None,
+    *,
+    with_tags: bool = True,
 ) -> str | None:
     """Fill `dest` from the source; returns the HEAD the snapshot must have (None: unknown)."""
     label = source_label(run, git_dir)
@@ -166,7 +173,7 @@ def _copy_from_source(
         return _copy_base_tree(run, dest, git_dir, commit, base_commit, objects)
     if shallow is not None:
         _refuse_cut_history(run, git_dir, commit, base_commit, label, shallow)
-    names = past_tags(run, git_dir, git_dir, commit)
+    names = past_tags(run, git_dir, git_dir, commit) if with_tags else []
     tags = _tag_targets(run, git_dir, names)
     anchor = _anchor(run, git_dir, names, commit) if shared_packs is not None else None
     if anchor is not None and shared_packs is not None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from packager.repos.git import Git
 from packager.repos.snapshot import History, write_snapshot_repo, write_snapshot_tar
+from packager.repos.submodules import Resolver, Submodule, resolve_submodules, write_submodules
 
 SNAPSHOT_FORMAT = "1"
 """Bump when what `write_snapshot_repo` or `write_snapshot_tar` writes changes: older cached
@@ -84,19 +85,34 @@ def write_snapshot(
     log_path: Path | None = None,
     task: str = "<snapshot>",
     cache_dir: Path | None = None,
+    repo: str = "",
+    submodules: Resolver | None = None,
+    submodules_required: bool = False,
 ) -> SnapshotWrite:
     """The snapshot tar of the repository at `base_commit` at `tar_path` (see
     `write_snapshot_repo`): taken from the cache when this repository state was written
     before, else written and kept there.
+
+    With `submodules` (a URL -> repository source resolver), the base commit's submodules a
+    source holds go in at their paths (`repos.submodules`; `repo` reads relative URLs); with
+    `submodules_required`, one no source holds fails, naming its URL.
     """
     run = Git(task, log_path)
     key = None
+    chosen: list[tuple[Submodule, Path]] = []
     if files is None and git_dir is not None:
         resolved = run("rev-parse", "--verify", "--quiet", f"{base_commit}^{{commit}}",
                        cwd=git_dir, check=False)  # fmt: skip
         if resolved.returncode == 0:
             commit = resolved.stdout.decode().strip()
             key = snapshot_cache_key(run, git_dir, commit, history)
+            if submodules is not None:
+                chosen = resolve_submodules(
+                    run, git_dir, commit, repo, submodules, required=submodules_required
+                )
+            if chosen:  # which submodules went in: each fixed by its commit id
+                listed = "".join(f"\0{sub.path}@{sub.commit}" for sub, _ in chosen)
+                key = hashlib.sha256(f"{key}{listed}".encode()).hexdigest()[:32]
     folder = cache_dir or snapshot_cache_dir()
     if key is not None:
         cached, head_file = folder / f"{key}.tar", folder / f"{key}.head"
@@ -115,6 +131,7 @@ def write_snapshot(
             task=task,
             shared_packs=folder / "packs",
         )
+        write_submodules(run, snap, chosen, log_path)
         tar_path.parent.mkdir(parents=True, exist_ok=True)
         write_snapshot_tar(snap, tar_path)
     if key is not None:

@@ -20,6 +20,8 @@ from packager.run.environment import ensure_environment
 from packager.run.store import OutputPaths
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from packager.errors import BuildError
     from packager.images.build import DockerClient
     from packager.images.flatten import FlatBase, FlattenOutcome
@@ -324,6 +326,9 @@ def _write_snapshot(
     written = write_snapshot(
         paths.task_dir(slug) / "environment" / SNAPSHOT_FILE,
         git_dir=git_dir,
+        repo=spec.repo.name,
+        submodules=_submodule_resolver(repo_sources, opts),
+        submodules_required=_fetches_submodules(spec),
         base_commit=spec.repo.base_commit,
         files=spec.repo.files,
         history=spec.repo.history,
@@ -499,27 +504,61 @@ def build_task(
     )
 
 
+def _fetches_submodules(spec: TaskSpec) -> bool:
+    env = spec.environment
+    return any("submodule" in command for command in (*env.pre_install, *env.install))
+
+
+def _submodule_resolver(
+    repo_sources: dict[str, str], opts: BuildOptions
+) -> Callable[[str], Path | None]:
+    """A submodule's URL -> the git directory of the repository source holding it (an
+    explicit `--repo-source` or a folder of mirrors; never its URL: builds cannot reach it).
+    """
+    from packager import repos
+    from packager.repos.sources import RepoSource, RepoSources
+
+    sources = RepoSources(dict(repo_sources), tuple(opts.mirror_dirs))
+
+    def resolve(url: str) -> Path | None:
+        location = sources.location_for(url)
+        if location is None:
+            return None
+        name = repos.canonical_repo_name(url)
+        return repos.git_dir_for(RepoSource(name, location))
+
+    return resolve
+
+
 def _check_registries(spec: TaskSpec, repo_sources: dict[str, str], opts: BuildOptions) -> None:
     """Fail at once (build_failed) when the repository's manifests at the base commit need a
-    package registry this machine cannot reach, rather than after a long build
-    (packager.datasets.registries).
+    package registry this machine cannot reach, or its build fetches a submodule no
+    repository source holds (naming its URL), rather than after a long build
+    (packager.datasets.registries, packager.repos.submodules).
     """
     env = spec.environment
-    commands = (*env.pre_install, *env.install)
-    fetches = any("submodule" in command for command in commands)
+    fetches = _fetches_submodules(spec)
     if spec.repo.files is not None or (env.toolchain is None and not fetches):
         return
     from packager import repos
     from packager.datasets.registries import first_need
-    from packager.errors import BuildError
+    from packager.errors import BuildError, RepoSourceError
+    from packager.repos.git import Git
     from packager.repos.read import read_file
+    from packager.repos.submodules import resolve_submodules
 
     git_dir = repos.git_dir_for(
         repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
     )
-    need = first_need(
-        env.toolchain, lambda path: read_file(git_dir, spec.repo.base_commit, path), commands
-    )
+    if fetches:
+        try:
+            resolve_submodules(
+                Git(spec.task_id), git_dir, spec.repo.base_commit, spec.repo.name,
+                _submodule_resolver(repo_sources, opts), required=True,
+            )  # fmt: skip
+        except RepoSourceError as exc:
+            raise BuildError(spec.task_id, "agent image", exc.problem, None) from None
+    need = first_need(env.toolchain, lambda path: read_file(git_dir, spec.repo.base_commit, path))
     if need is not None:
         raise BuildError(spec.task_id, "agent image", need.sentence(), None)
 

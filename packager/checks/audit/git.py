@@ -130,6 +130,18 @@ def reachable_from(store: Store, base: str) -> set[str] | None:
     return {line.split(b" ", 1)[0].decode() for line in out.splitlines() if line}
 
 
+def gitlinks(store: Store, base: str) -> dict[str, str]:
+    """The submodules the base tree records: path -> the commit its gitlink names."""
+    listing = git_at(store.git_dir, "ls-tree", "-r", "-z", base, check=False).stdout
+    found = {}
+    for entry in listing.split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[0] == b"160000":
+            found[path.decode("utf-8", "replace")] = parts[2].decode()
+    return found
+
+
 def base_content(store: Store, base: str) -> tuple[set[bytes], set[str]]:
     """Lines and sha256 digests of every file of the base tree."""
     listing = git_at(store.git_dir, "ls-tree", "-r", "-z", base).stdout

@@ -31,6 +31,7 @@ from packager.checks.audit.git import (
     all_objects,
     base_content,
     cat_batch,
+    gitlinks,
     has_commit,
     open_store,
     past_tag_values,
@@ -94,6 +95,9 @@ class _Walk:
     base_digests: set[str] = field(default_factory=set)
     n_objects: int = 0
     stray: int = 0
+    submodule_stores: dict[str, str] = field(default_factory=dict)
+    """Objects folder of a submodule checked out in the work tree -> the commit the base
+    tree's gitlink records for it (what that store may hold: the commit and its history)."""
 
     def add(self, key: str, index: LayerIndex, described: str, git_prefix: str) -> None:
         """Append the layer `key` (next one up) with its index."""
@@ -238,6 +242,11 @@ def _gather_stores(
         findings.append(Finding("repo", "", workdir_git, base, detail))
     else:
         walk.base_lines, walk.base_digests = base_content(walk.workdir, base)
+        top = spec.repo.workdir.rstrip("/")
+        walk.submodule_stores = {
+            f"{top}/{path}/.git/objects": commit
+            for path, commit in gitlinks(walk.workdir, base).items()
+        }
         patches: tuple[tuple[FindingKind, str | None], ...] = (
             ("test_patch", spec.grading.test_patch),
             ("gold_patch", spec.gold_patch),
@@ -268,7 +277,8 @@ def _object_findings(walk: _Walk, base: str, scan: Scan) -> tuple[list[Finding],
             objects, reachable = view.objects, view.reachable
         else:
             objects = all_objects(store)
-            reachable = reachable_from(store, base) or set()
+            start = walk.submodule_stores.get(store.where, base)
+            reachable = reachable_from(store, start) or set()
         walk.n_objects += len(objects)
         if store is walk.workdir:
             times = view.ancestor_times if view is not None else None

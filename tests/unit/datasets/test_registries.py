@@ -94,14 +94,6 @@ def test_no_need(toolchain: str | None, files: dict[str, bytes]) -> None:
     assert first_need(toolchain, reader(files)) is None
 
 
-def test_submodules_fetched_by_the_recipe() -> None:
-    files = {".gitmodules": b'[submodule "modules/oniguruma"]\n\tpath = modules/oniguruma\n'}
-    need = first_need("c", reader(files), ("git submodule update --init", "make"))
-    assert need is not None and need.dependency == "modules/oniguruma"
-    # the same repository built without fetching its submodules needs nothing
-    assert first_need("c", reader(files), ("make",)) is None
-
-
 def test_build_stage_fails_before_building(tmp_path: Path) -> None:
     """The real Multilingual row's Go spec on a repository whose go.mod requires modules: the
     build stage raises BuildError (build_failed) reading the mirror, before any Docker call."""
