@@ -20,9 +20,7 @@ import hashlib
 import json
 import math
 import os
-import re
 import secrets
-import shlex
 import shutil
 import signal
 import sys
@@ -33,14 +31,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import parsers, patching, processes, rules, tripwires
+    from . import parsers, patching, processes, rules, surround, tripwires
 elif __package__:
-    from . import parsers, patching, processes, rules, tripwires
+    from . import parsers, patching, processes, rules, surround, tripwires
 else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
     import parsers
     import patching
     import processes
     import rules
+    import surround
     import tripwires
 
 DEFAULT_PATCH = "/logs/artifacts/model.patch"
@@ -49,7 +48,6 @@ DEFAULT_TIMEOUT_SEC = 1800.0
 RULES = ("all_pass", "formula", "script", "judge")
 TEST_OUTPUT = "test-output.txt"
 BUILD_OUTPUT = "build-output.txt"
-REFRESH_OUTPUT = "refresh-output.txt"
 GRADER_OUTPUT = "grader-output.txt"
 GRADER_STDERR = "grader-stderr.txt"
 
@@ -392,42 +390,6 @@ def _test_command(plan: Mapping[str, Any], repo: Path) -> Tuple[str, str, Option
     return command, parser, junit_file
 
 
-SERVICE_WAIT = (
-    "import socket, sys, time\n"
-    "for _ in range(600):\n"
-    "    try:\n"
-    "        socket.create_connection(('127.0.0.1', {port}), 1).close()\n"
-    "        sys.exit(0)\n"
-    "    except OSError:\n"
-    "        time.sleep(0.1)\n"
-    "sys.exit(1)\n"
-)
-
-
-def _with_services(plan: Mapping[str, Any], command: str, out_dir: Path) -> str:
-    """The test command, after the plan's stand-in services are started in its own process
-    group (so they end with it) and their ports answer (up to 60 s each); their output goes to
-    ``service-<name>.txt``.
-    """
-    services = plan.get("services") or []
-    if not isinstance(services, list):
-        raise ValueError("plan: services must be a list")
-    steps = []
-    for service in services:
-        name, port = str(service["name"]), int(service["port"])
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-            raise ValueError(f"plan: bad service name {name!r}")
-        log = shlex.quote(str(out_dir / f"service-{name}.txt"))
-        python = shlex.quote(str(service["python"]))
-        wait = shlex.quote(SERVICE_WAIT.format(port=port))
-        steps.append(f"{{ {service['command']} ; }} >{log} 2>&1 &")
-        steps.append(
-            f"{python} -c {wait} || echo 'grading: stand-in service {name} did not answer on "
-            f"port {port}' >&2"
-        )
-    return "\n".join([*steps, command]) if steps else command
-
-
 def _run_tests(
     plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
 ) -> Dict[str, str]:
@@ -459,7 +421,11 @@ def _run_tests(
         elif parser in tripwires.CPP_FRAMEWORKS:
             added = tripwires.write_cpp_tripwire(repo, command, parser)
         code, timed_out, output = processes.run_logged(
-            _with_services(plan, command, out_dir), repo, env, timeout, out_dir / TEST_OUTPUT
+            surround.with_services(plan, command, out_dir),
+            repo,
+            env,
+            timeout,
+            out_dir / TEST_OUTPUT,
         )
         report["exit_code"] = code
         if timed_out:
@@ -561,33 +527,6 @@ def _trusted_pytest(
 COLLECTED_EXIT_CODES = (0, 1)
 """pytest's exit codes for a session that collected and ran its tests (2: interrupted, e.g. by
 collection errors; 3: internal error; 4: usage error; 5: no tests collected)."""
-
-
-def _refresh(
-    plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
-) -> None:
-    """The gold patch declares dependencies: re-run the environment's install step on the
-    candidate's tree, offline, from the wheels the grader image holds (as the harness re-runs
-    it with the network), so a candidate that declares the same dependency gets it. Its exit
-    code is recorded; the tests decide (a failed install shows as failing tests).
-    """
-    spec = plan.get("refresh")
-    if not spec:
-        return
-    if not isinstance(spec, dict) or not spec.get("command"):
-        raise ValueError("plan: refresh needs a command")
-    env = _command_env(plan)
-    env.update(
-        {
-            "PIP_NO_INDEX": "1",
-            "PIP_FIND_LINKS": str(spec.get("wheels") or ""),
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        }
-    )
-    code, timed_out, _ = processes.run_logged(
-        str(spec["command"]), repo, env, min(timeout, 900.0), out_dir / REFRESH_OUTPUT
-    )
-    report["refresh"] = {"exit_code": code, "timed_out": timed_out}
 
 
 def _build_health(
@@ -729,7 +668,9 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
         patching.git(repo, "reset", "-q", grading_base)
     _check_policy(plan, touched, report)
     _protect_and_add_tests(plan, plan_dir, repo, touched, report, grading_base)
-    _refresh(plan, repo, out_dir, timeout, report)
+    refreshed = surround.refresh(plan, repo, out_dir, timeout, _command_env(plan))
+    if refreshed is not None:
+        report["refresh"] = refreshed
 
     if judge is not None:
         try:

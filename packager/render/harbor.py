@@ -50,6 +50,7 @@ GRADING_MODULES = (
     "patching.py",
     "processes.py",
     "rules.py",
+    "surround.py",
     "tripwires.py",
 )
 """The runtime's modules, packed into GRADING_ARCHIVE at its root (its `__init__.py` only

@@ -75,7 +75,12 @@ def _optional(name: str) -> str:
 
 
 def make_hud_files(
-    spec: TaskSpec, *, dataset: str, agent_image: str, grader_payload: FileTree
+    spec: TaskSpec,
+    *,
+    dataset: str,
+    agent_image: str,
+    grader_payload: FileTree,
+    grader_image: str | None = None,
 ) -> FileTree:
     """The files of the HUD v6 environment folder for `spec`, keyed by relative POSIX path.
 
@@ -83,13 +88,27 @@ def make_hud_files(
     `payload/...`); it is embedded under `grader/` and baked into the image at /hud/grader.
     Raises ValueError for a payload path `hud deploy` would drop or that is not a plain
     relative path, for a payload module declaring another `Environment(...)`, and for an agent
-    image or workdir that cannot be written safely into the Dockerfile.
+    image or workdir that cannot be written safely into the Dockerfile. `grader_image`: where
+    a task whose grading refreshes dependencies or serves stand-in services copies their files
+    from (required for such a task).
     """
     slug = spec.provenance.slug
     env_name = make_hud_env_name(dataset, slug)
     if not env_name:
         raise ValueError(f"empty HUD environment name for dataset {dataset!r}, task {slug!r}")
     _check_agent_image(agent_image)
+    services = [s.python.rsplit("/bin/", 1)[0] for s in spec.grading.services]
+    for venv in services:
+        if not _WORKDIR_RE.fullmatch(venv):
+            raise ValueError(f"{slug}: stand-in service path {venv!r} is not a plain path")
+    refresh = spec.grading.refresh_requirements
+    if refresh or services:
+        if grader_image is None:
+            raise ValueError(
+                f"{slug}: its grading refreshes dependencies or serves stand-in services, "
+                "which the HUD image copies from the grader image: no grader image given"
+            )
+        _check_agent_image(grader_image)
     workdir = _check_workdir(spec.repo.workdir)
 
     files: FileTree = {}
@@ -140,6 +159,9 @@ def make_hud_files(
                 shlex.quote(r) for r in spec.grading.refresh_requirements
             ),
             refresh_wheels=REFRESH_WHEELS,
+            services=services,
+            grader_image=grader_image,
+            grader_only=([REFRESH_WHEELS] if refresh else []) + services,
         )
     )
     files["pyproject.toml"] = OutFile(tomli_w.dumps(_pyproject(env_name)).encode())

@@ -73,6 +73,7 @@ class _TaskStager:
             dataset=self.paths.dataset,
             agent_image=task.agent_image,
             grader_payload=task.grader_payload,
+            grader_image=task.grader_image,
         )
         self.staging.write(self.paths.task_dir(slug), task.files)
         self.staging.write(self.paths.source_dir(slug), hud)

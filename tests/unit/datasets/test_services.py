@@ -9,7 +9,8 @@ import pytest
 
 from packager.adapters import Context, to_spec
 from packager.datasets.services import services_for, version_matches
-from packager.render.harbor import make_harbor_task
+from packager.render.harbor import REFRESH_WHEELS, make_harbor_task
+from packager.render.hud import make_hud_files
 
 
 @pytest.mark.parametrize(
@@ -77,3 +78,38 @@ def test_a_grader_with_the_network_gets_no_stand_in() -> None:
     spec = to_spec(ROW, Context("verified", "test", grader_network="public"))
     assert spec.grading.services == () and "HTTPBIN_URL" not in spec.grading.env
     assert spec.grading.network and "stand_in_services" not in spec.provenance.metadata
+
+
+def test_the_hud_image_takes_the_stand_in_and_refresh_wheels_from_the_grader_image() -> None:
+    """The HUD image (agent and grader in one) copies the stand-in's venv and the refresh wheels
+    from the grader image, root-only; without a grader image it refuses to render."""
+    spec = to_spec(ROW, Context("verified", "test"))
+    spec = spec.model_copy(
+        update={
+            "grading": spec.grading.model_copy(
+                update={"refresh_requirements": ("appdirs",), "refresh_command": "pip -q"}
+            )
+        }
+    )
+    task = make_harbor_task(spec)
+    hud = make_hud_files(
+        spec,
+        dataset="verified",
+        agent_image=task.agent_image,
+        grader_payload=task.grader_payload,
+        grader_image=task.grader_image,
+    )
+    text = hud["Dockerfile.hud"].data.decode()
+    venv = spec.grading.services[0].python.rsplit("/bin/", 1)[0]
+    assert f"COPY --from={task.grader_image} {venv} {venv}" in text
+    assert f"COPY --from={task.grader_image} {REFRESH_WHEELS} {REFRESH_WHEELS}" in text
+    assert f"chmod -R go-rwx {venv}" in text and f"chmod -R go-rwx {REFRESH_WHEELS}" in text
+    grader = task.files["tests/Dockerfile"].data.decode()
+    assert " pip; do" in grader  # the agent image holds no pip (requests is vendored by pip)
+    with pytest.raises(ValueError, match="no grader image given"):
+        make_hud_files(
+            spec,
+            dataset="verified",
+            agent_image=task.agent_image,
+            grader_payload=task.grader_payload,
+        )

@@ -925,3 +925,39 @@ def test_stand_in_services_answer_before_the_tests_and_end_with_them(task: Task)
         assert again.connect_ex(("127.0.0.1", port)) != 0  # the service ended with the run
     _, report = task.grade(patch, **given)
     assert report["tests"][ids[0]] == "failed"  # without it, nothing answers
+
+
+def _a_pip_wheel() -> Path:
+    """A pip wheel this machine holds (Debian's python3-pip-whl, or ensurepip's own)."""
+    import ensurepip
+
+    places = [Path("/usr/share/python-wheels"), Path(ensurepip.__file__).parent / "_bundled"]
+    found = sorted(w for place in places for w in place.glob("pip-*.whl"))
+    assert found, f"no pip wheel in {places}"
+    return found[-1]
+
+
+def test_a_refresh_in_an_environment_without_pip_runs_pip_from_the_wheels(task: Task) -> None:
+    """An environment whose pip was taken out (the HUD image, which the agent shares) re-runs
+    its install step with pip from the refresh wheels; with pip in place, nothing is added."""
+    venv = task.root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    wheels = task.root / "wheels"
+    wheels.mkdir()
+    (wheels / _a_pip_wheel().name).write_bytes(_a_pip_wheel().read_bytes())
+    marker = task.root / "refreshed"
+    refresh = {
+        "command": f"python -m pip --version > {marker}; echo \"$PYTHONPATH\" >> {marker}",
+        "wheels": str(wheels),
+    }
+    env = {"PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    _, report = task.grade(task.diff({"calc.py": CALC_FIXED}), refresh=refresh, env=env)
+    assert report["refresh"] == {"exit_code": 0, "timed_out": False}
+    version, path = marker.read_text().splitlines()
+    assert version.startswith("pip ") and path.endswith(_a_pip_wheel().name)
+
+    # pip in place: it is used, and PYTHONPATH is left alone
+    subprocess.run([str(venv / "bin/python"), "-m", "ensurepip"], check=True, capture_output=True)
+    _, report = task.grade(task.diff({"calc.py": CALC_FIXED}), refresh=refresh, env=env)
+    assert report["refresh"]["exit_code"] == 0
+    assert marker.read_text().splitlines()[1] == ""
