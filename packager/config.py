@@ -159,9 +159,12 @@ class SelectionConfig(_Section):
         ),
     )
     as_of: str = Field(
-        "none",
+        "published",
         description=(
-            "pip resolves a Python environment as of: created (the row's created_at), "
+            "pip resolves a Python environment as of: published (the default: when its recipe "
+            "was validated, for the SWE-bench harness specs 2024-08-13, or the row's created_at "
+            "when later; a recipe naming no date resolves as of now), created (the row's "
+            "created_at), "
             "setup-commit (the committer date of its environment_setup_commit), a date "
             "(2020-06-01 or 2020-06-01T12:00:00Z), or none (now). Pins in the spec still win; "
             "served by the machine's index as of that date during packager builds."
@@ -190,13 +193,14 @@ class SelectionConfig(_Section):
     def _as_of(cls, value: str) -> str:
         from packager.images.timemachine import as_stamp
 
-        if value in ("none", "created", "setup-commit"):
+        if value in ("none", "published", "created", "setup-commit"):
             return value
         try:
             return as_stamp(value)
         except ValueError:
             raise InputError(
-                f"--as-of {value!r}: expected created, setup-commit, none or a date such as "
+                f"--as-of {value!r}: expected published, created, setup-commit, none or a date "
+                "such as "
                 "2020-06-01"
             ) from None
 

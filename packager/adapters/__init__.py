@@ -56,9 +56,10 @@ class Context:
     toolchain_fallback: ToolchainFallback = "nearest"
     """`--toolchain-fallback`: likewise for a harness spec's Node, Go, Rust, JDK, PHP or Ruby
     version Debian does not ship."""
-    as_of: str = "none"
-    """`--as-of`: pip resolves a Python environment as of the row's `created_at` (`created`),
-    its environment setup commit's date (`setup-commit`), a given date, or now (`none`)."""
+    as_of: str = "published"
+    """`--as-of`: pip resolves a Python environment as of when its recipe was validated, or
+    the row's `created_at` when later (`published`), the row's `created_at` (`created`), its
+    environment setup commit's date (`setup-commit`), a given date, or now (`none`)."""
     strict_environment: bool = False
     grader_network: GraderNetwork = "none"
     """`--grader-network`: `public` grades with the network (Grading.network)."""
@@ -129,20 +130,26 @@ def as_of_commit(row: Mapping[str, Any], rule: str) -> str | None:
     return None
 
 
-def resolved_as_of(row: Mapping[str, Any], rule: str, task: str) -> str | None:
-    """The cut-off a row's Python environment resolves at (a UTC stamp), None for now."""
+def resolved_as_of(
+    row: Mapping[str, Any], rule: str, task: str, validated: str | None = None
+) -> str | None:
+    """The cut-off a row's Python environment resolves at (a UTC stamp), None for now.
+    `published`: when its recipe was validated (`validated`), or the row's own date when that
+    is later; a recipe that names no date resolves as of now.
+    """
     from packager.images.timemachine import as_stamp
 
-    if rule in ("none", "setup-commit"):
+    if rule in ("none", "setup-commit") or (rule == "published" and validated is None):
         return None
-    value = row.get(AS_OF_COLUMN) if rule == "created" else rule
-    if rule == "created" and not isinstance(value, str | datetime):
-        return None
+    value = row.get(AS_OF_COLUMN) if rule in ("created", "published") else rule
+    if rule in ("created", "published") and not isinstance(value, str | datetime):
+        return validated if rule == "published" else None
     try:
-        return as_stamp(value.isoformat() if isinstance(value, datetime) else str(value))
+        stamp = as_stamp(value.isoformat() if isinstance(value, datetime) else str(value))
     except ValueError as exc:
-        field = AS_OF_COLUMN if rule == "created" else "--as-of"
+        field = "--as-of" if rule not in ("created", "published") else AS_OF_COLUMN
         raise RowError(task, field, f"not a date: {value!r}") from exc
+    return max(stamp, validated) if rule == "published" and validated else stamp
 
 
 def _with_services(spec: TaskSpec) -> TaskSpec:
@@ -227,7 +234,7 @@ def to_spec(row: Mapping[str, Any], ctx: Context, schema: str | None = None) -> 
         if ctx.strict_environment and env.drop_unavailable:
             update["drop_unavailable"] = False
         python_env = bool(env.python and not env.prebuilt)
-        as_of = resolved_as_of(row, ctx.as_of, task) if python_env else None
+        as_of = resolved_as_of(row, ctx.as_of, task, env.validated_as_of) if python_env else None
         if as_of is not None:
             update["as_of"] = as_of
         dated_commit = as_of_commit(row, ctx.as_of) if python_env else None

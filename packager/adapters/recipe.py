@@ -67,6 +67,7 @@ KNOWN_KEYS = frozenset(
         "execute_test_as_nonroot",
         "nano_cpus",
         "build",
+        "validated_as_of",
     }
 )
 """Keys a recipe may carry. `no_use_env` and `execute_test_as_nonroot` are conda and container
@@ -155,6 +156,8 @@ class _Packages:
     conda_paths: tuple[str, ...]
     pip_packages: tuple[str, ...]
     notes: tuple[str, ...]
+    system: tuple[str, ...] = ()
+    """Debian packages a conda package list needs (packager.datasets.conda)."""
 
     def any(self) -> bool:
         """Whether anything is installed (then the recipe needs an interpreter)."""
@@ -265,6 +268,7 @@ def _packages(
     reqs_paths: tuple[str, ...] = ()
     conda_paths: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    system: tuple[str, ...] = ()
     packages = config.get("packages")
     if packages == "requirements.txt":
         reqs_paths = _string_list(config.get("reqs_path"), task, f"{field}.reqs_path")
@@ -284,8 +288,9 @@ def _packages(
         if converted.requirements:
             requirements[A.CONDA_PACKAGES_FILE] = converted.text().encode()
         notes = tuple(f"{field}.packages: {note}" for note in converted.notes)
+        system = converted.system
     pips = _string_list(config.get("pip_packages"), task, f"{field}.pip_packages")
-    return _Packages(requirements, reqs_paths, conda_paths, pips, notes)
+    return _Packages(requirements, reqs_paths, conda_paths, pips, notes, system)
 
 
 def _interpreter(
@@ -386,10 +391,11 @@ def make_recipe(
     nano_cpus = _positive_int(config, "nano_cpus", task, field, "1e9 = one CPU")
     eval_commands = commands(config.get("eval_commands"), task, f"{field}.eval_commands")
     apt = _string_list(config.get("apt-pkgs"), task, f"{field}.apt-pkgs")
-    base_image, packages = _system(config, choice, toolchain, apt)
+    base_image, packages = _system(config, choice, toolchain, (*apt, *pkgs.system))
     pre_install = commands(config.get("pre_install"), task, f"{field}.pre_install")
     install = commands(config.get("install"), task, f"{field}.install")
     build = commands(config.get("build"), task, f"{field}.build")
+    validated = _validated_as_of(config, task, field)
     environment = Environment(
         base_image=base_image,
         packages=packages,
@@ -406,6 +412,7 @@ def make_recipe(
         shell_setup="; ".join(eval_commands) or None,
         cpus=nano_cpus / 1e9 if nano_cpus else None,
         toolchain=toolchain.name if toolchain is not None else None,
+        validated_as_of=validated,
     )
     return RecipeResult(
         environment,
@@ -417,6 +424,21 @@ def make_recipe(
         (*pkgs.notes, *tool_notes),
         toolchain,
     )
+
+
+def _validated_as_of(config: Mapping[str, Any], task: str, field: str) -> str | None:
+    """The recipe's `validated_as_of` as a UTC stamp (a date or a time; None when absent)."""
+    from packager.images.timemachine import as_stamp
+
+    value = config.get("validated_as_of")
+    if value is None:
+        return None
+    try:
+        return as_stamp(value.isoformat() if hasattr(value, "isoformat") else str(value))
+    except ValueError:
+        raise RowError(
+            task, f"{field}.validated_as_of", f"not a date such as 2024-08-13: {value!r}"
+        ) from None
 
 
 def frozen_pins(text: str) -> str:

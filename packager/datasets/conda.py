@@ -32,6 +32,16 @@ CONDA_TO_PIP = {
 }
 """Conda-forge names whose PyPI distribution is named otherwise."""
 
+SYSTEM_LIBRARIES = {
+    "cfgrib": ("libeccodes-dev",),
+    "eccodes": ("libeccodes-dev",),
+    "python-eccodes": ("libeccodes-dev",),
+}
+"""Conda-forge packages whose PyPI distribution does not carry the C library conda ships with
+them (cfgrib's bindings look for ecCodes at import), and the Debian packages that do. They are
+installed before the requirements; without them the tests fail at collection ("Cannot find the
+ecCodes library") rather than the build."""
+
 NOT_REQUIREMENTS = {
     "python": "the interpreter: its version comes from the spec's `python` key",
     "pip": "the installer itself",
@@ -52,6 +62,8 @@ class Converted:
 
     requirements: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    system: tuple[str, ...] = ()
+    """Debian packages the converted requirements need (SYSTEM_LIBRARIES)."""
 
     def text(self) -> str:
         """The requirements file."""
@@ -131,6 +143,7 @@ def _conda_name(spec: str) -> str:
 def _convert(conda: list[str], pip: list[str]) -> Converted:
     lines: list[str] = []
     notes: list[str] = []
+    system: list[str] = []
     for spec in conda:
         requirement = pip_requirement(spec)
         name = _conda_name(spec)
@@ -139,6 +152,10 @@ def _convert(conda: list[str], pip: list[str]) -> Converted:
             continue
         if name in CONDA_TO_PIP:
             notes.append(f"{spec}: installed as {requirement} (its name on the package index)")
+        if name in SYSTEM_LIBRARIES:
+            debs = SYSTEM_LIBRARIES[name]
+            notes.append(f"{spec}: its C library from Debian ({', '.join(debs)})")
+            system.extend(debs)
         lines.append(requirement)
     lines.extend(line.strip() for line in pip if line.strip())
-    return Converted(tuple(lines), tuple(notes))
+    return Converted(tuple(lines), tuple(notes), tuple(dict.fromkeys(system)))

@@ -71,7 +71,15 @@ def harness_recipe(repo: str, version: str | None) -> dict[str, Any] | None:
     override = tables()["install"].get(repo)
     if override:
         config["pre_install"] = [override, *(config.get("pre_install") or [])]
+    config.setdefault("validated_as_of", HARNESS_VALIDATED_AS_OF)
     return config
+
+
+HARNESS_VALIDATED_AS_OF = "2024-08-13"
+"""When the harness specs' environments were validated against their rows: SWE-bench Verified's
+publication, whose validation added the specs' newest pins (sphinx's `tox==4.16.0`, released
+2024-07-03). `--as-of published` (the default) resolves a harness spec's unpinned packages as
+of this date (docs/datasets.md, "Packages as of a date", has the measurement)."""
 
 
 def language(repo: str) -> str | None:

@@ -14,11 +14,9 @@ from typing import Any
 
 import yaml
 
-from packager.models.spec import Service
+from packager.models.spec import SERVICES_ROOT, Service
 
 SERVICES_FILE = "services.yaml"
-SERVICES_ROOT = "/opt/packager-services"
-"""Where each service's virtualenv is, one folder per name (grader image only)."""
 
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)?\s*([0-9][0-9.]*)\s*$")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from packager.datasets.services import SERVICES_ROOT
 from packager.grading.tripwires import GO_TRIPWIRE_PREFIX, NODE_CANARY_PREFIX, TRIPWIRE_PREFIX
+from packager.models.spec import SERVICES_ROOT
 
 OUTPUT_MARKS = (
     "grading tripwire",

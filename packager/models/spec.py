@@ -102,6 +102,10 @@ class Environment(Frozen):
     as_of: str | None = None
     """pip resolves as of this moment (`2019-08-21T15:45:13Z`): only files the index had
     received before it are offered (`--as-of`; packager.images.timemachine). None: as of now."""
+    validated_as_of: str | None = None
+    """When the environment's recipe was validated against its rows (a UTC stamp; the recipe
+    key `validated_as_of`, the harness specs' HARNESS_VALIDATED_AS_OF): `--as-of published`,
+    the default, resolves as of it (or the row's own date when that is later)."""
     as_of_commit: str | None = None
     """`--as-of setup-commit`: resolve as of this commit's committer date, read by the pipeline
     from the repository source (adapters do no I/O), which then sets `as_of` and clears this."""
@@ -146,6 +150,10 @@ class Criterion(Frozen):
     name: str
     weight: float
     description: str = ""
+
+
+SERVICES_ROOT = "/opt/packager-services"
+"""Where each stand-in service's virtualenv is in the grader image, one folder per name."""
 
 
 class Service(Frozen):

@@ -89,6 +89,14 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
     if dropped:
         lines += ["", "## Dropped from environments (pip could not install them)", ""]
         lines += [f"- `{r.instance_id}`: {r.environment['dropped']}" for r in dropped]
+    moved = Counter(
+        f"Python {r.environment.get('python_used', '?')}: {r.environment['pins_moved_for_python']}"
+        for r in results
+        if r.environment.get("pins_moved_for_python")
+    )
+    if moved:
+        lines += ["", "## Pins moved for the Python used (no wheel of the pinned release)", ""]
+        lines += [f"- {what}: {n} task(s)" for what, n in sorted(moved.items())]
     reasons = [r for r in results if r.reason]
     if reasons:
         lines += ["", "## Reasons", ""]
@@ -316,6 +324,9 @@ def _table(ordered: list[TaskResult]) -> list[str]:
             notes.append(f"environment resolved as of {result.environment['resolved_as_of']}")
         if result.environment.get("dropped"):
             notes.append(f"dropped from the environment: {result.environment['dropped']}")
+        if result.environment.get("pins_moved_for_python"):
+            moved = result.environment["pins_moved_for_python"]
+            notes.append(f"pins moved for Python {python}: {moved}")
         for note in notes:
             parts.append(f'<tr class="reason"><td colspan="{len(HEADERS)}">{_e(note)}</td></tr>')
     parts.append("</tbody></table>")

@@ -97,18 +97,6 @@ def make_hud_files(
     if not env_name:
         raise ValueError(f"empty HUD environment name for dataset {dataset!r}, task {slug!r}")
     _check_agent_image(agent_image)
-    services = [s.python.rsplit("/bin/", 1)[0] for s in spec.grading.services]
-    for venv in services:
-        if not _WORKDIR_RE.fullmatch(venv):
-            raise ValueError(f"{slug}: stand-in service path {venv!r} is not a plain path")
-    refresh = spec.grading.refresh_requirements
-    if refresh or services:
-        if grader_image is None:
-            raise ValueError(
-                f"{slug}: its grading refreshes dependencies or serves stand-in services, "
-                "which the HUD image copies from the grader image: no grader image given"
-            )
-        _check_agent_image(grader_image)
     workdir = _check_workdir(spec.repo.workdir)
 
     files: FileTree = {}
@@ -140,30 +128,7 @@ def make_hud_files(
     ]
     files["env.py"] = OutFile(render_template("hud/env.py.jinja", lit=lit))
     files["tasks.py"] = OutFile(render_template("hud/tasks.py.jinja", lit=lit, columns=columns))
-    files["Dockerfile.hud"] = OutFile(
-        render_template(
-            "hud/Dockerfile.hud.jinja",
-            agent_image=agent_image,
-            workdir=workdir,
-            agent_uid=AGENT_UID,
-            hud_requirement=f"hud=={HUD_VERSION}",
-            typer_requirement=TYPER_SPEC,
-            port=HUD_PORT,
-            build_ca=BUILD_CA_NAME,
-            build_ca_glob=_optional(BUILD_CA_NAME),
-            wheels=BUILD_WHEELS_NAME,
-            wheels_glob=_optional(BUILD_WHEELS_NAME),
-            judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
-            judge_venv=JUDGE_VENV,
-            refresh_requirements=" ".join(
-                shlex.quote(r) for r in spec.grading.refresh_requirements
-            ),
-            refresh_wheels=REFRESH_WHEELS,
-            services=services,
-            grader_image=grader_image,
-            grader_only=([REFRESH_WHEELS] if refresh else []) + services,
-        )
-    )
+    files["Dockerfile.hud"] = OutFile(_dockerfile(spec, agent_image, workdir, grader_image))
     files["pyproject.toml"] = OutFile(tomli_w.dumps(_pyproject(env_name)).encode())
     files[".dockerignore"] = _DOCKERIGNORE_FILE
     files["instruction.md"] = text_file(spec.instruction)
@@ -171,6 +136,31 @@ def make_hud_files(
     for path in files:
         _check_deployable(path)
     return dict(sorted(files.items()))
+
+
+def _dockerfile(spec: TaskSpec, agent_image: str, workdir: str, grader_image: str | None) -> bytes:
+    services = _from_grader(spec, grader_image)
+    refresh = spec.grading.refresh_requirements
+    return render_template(
+        "hud/Dockerfile.hud.jinja",
+        agent_image=agent_image,
+        workdir=workdir,
+        agent_uid=AGENT_UID,
+        hud_requirement=f"hud=={HUD_VERSION}",
+        typer_requirement=TYPER_SPEC,
+        port=HUD_PORT,
+        build_ca=BUILD_CA_NAME,
+        build_ca_glob=_optional(BUILD_CA_NAME),
+        wheels=BUILD_WHEELS_NAME,
+        wheels_glob=_optional(BUILD_WHEELS_NAME),
+        judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
+        judge_venv=JUDGE_VENV,
+        refresh_requirements=" ".join(shlex.quote(r) for r in refresh),
+        refresh_wheels=REFRESH_WHEELS,
+        services=services,
+        grader_image=grader_image,
+        grader_only=([REFRESH_WHEELS] if refresh else []) + services,
+    )
 
 
 def _pyproject(env_name: str) -> dict[str, Any]:
@@ -194,6 +184,25 @@ def _pylit(value: object) -> str:
     if ast.literal_eval(text) != value:
         raise ValueError(f"cannot write {value!r} as a Python literal")
     return text
+
+
+def _from_grader(spec: TaskSpec, grader_image: str | None) -> list[str]:
+    """The stand-in services' virtualenvs the HUD image copies from the grader image (with the
+    refresh wheels); checks that there is a grader image to copy them from when it needs one.
+    """
+    slug = spec.provenance.slug
+    services = [s.python.rsplit("/bin/", 1)[0] for s in spec.grading.services]
+    for venv in services:
+        if not _WORKDIR_RE.fullmatch(venv):
+            raise ValueError(f"{slug}: stand-in service path {venv!r} is not a plain path")
+    if spec.grading.refresh_requirements or services:
+        if grader_image is None:
+            raise ValueError(
+                f"{slug}: its grading refreshes dependencies or serves stand-in services, "
+                "which the HUD image copies from the grader image: no grader image given"
+            )
+        _check_agent_image(grader_image)
+    return services
 
 
 def _check_agent_image(image: str) -> None:

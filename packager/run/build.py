@@ -585,7 +585,11 @@ def environment_facts(spec: TaskSpec, flattened_from: str | None = None) -> dict
     by the adapter) and what the build did to it (a published image flattened).
     """
     meta = spec.provenance.metadata
-    facts = {fact: str(meta[key]) for key, fact in ENVIRONMENT_KEYS.items() if meta.get(key)}
+    facts = {
+        fact: "; ".join(map(str, value)) if isinstance(value, list) else str(value)
+        for key, fact in ENVIRONMENT_KEYS.items()
+        if (value := meta.get(key))
+    }
     if flattened_from:
         facts["flattened_from"] = flattened_from
     return facts
@@ -601,5 +605,6 @@ ENVIRONMENT_KEYS = {
     "toolchain_base": "toolchain_base",
     "resolved_as_of": "resolved_as_of",
     "as_of_raised_by": "as_of_raised_by",
+    "pins_moved_for_python": "pins_moved_for_python",
 }
 """Task metadata key -> the result's `environment` fact it becomes."""

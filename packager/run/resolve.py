@@ -5,6 +5,7 @@ a commit-given gold patch, recipe requirement files, the base-only commit, how a
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from packager.errors import RepoSourceError, RowError
@@ -20,7 +21,53 @@ def resolve_spec(
     """
     if spec.repo.files is not None:
         return spec
-    return _pins_win(_resolve_from_source(spec, repo_sources, mirror_dirs))
+    return _pins_win(_pins_follow_python(_resolve_from_source(spec, repo_sources, mirror_dirs)))
+
+
+def _pins_follow_python(spec: TaskSpec) -> TaskSpec:
+    """A spec pinning binary packages for a Python no image here serves: each pinned release
+    with wheels, none for the Python used, moves to the newest of its series that has one
+    (packager.images.wheeltags), recorded as `pins_moved_for_python`.
+    """
+    env = spec.environment
+    asked = spec.provenance.metadata.get("python_requested")
+    if env.python is None or not isinstance(asked, str) or asked == env.python:
+        return spec
+    from packager.images.timemachine import exact_pins
+    from packager.images.wheeltags import moved_pins
+
+    texts = {n: d.decode("utf-8", "replace") for n, d in env.requirements.items()}
+    lines = [*env.pip_packages, *(line for t in texts.values() for line in t.splitlines())]
+    moved = moved_pins(exact_pins(lines), env.python, env.as_of)
+    if not moved:
+        return spec
+
+    def move(line: str) -> str:
+        pins = exact_pins([line])
+        if not pins or pins[0] not in moved:
+            return line
+        name, version = pins[0]
+        where = re.compile(rf"==(\s*){re.escape(version)}")
+        return where.sub(lambda m: f"=={m.group(1)}{moved[(name, version)]}", line, count=1)
+
+    requirements = {
+        n: "".join(move(line) for line in t.splitlines(keepends=True)).encode()
+        for n, t in texts.items()
+    }
+    environment = env.model_copy(
+        update={
+            "pip_packages": tuple(move(p) for p in env.pip_packages),
+            "requirements": requirements,
+        }
+    )
+    notes = [f"{n}=={v} -> {new}" for (n, v), new in moved.items()]
+    meta = {**spec.provenance.metadata, "pins_moved_for_python": notes}
+    return spec.model_copy(
+        update={
+            "environment": environment,
+            "provenance": spec.provenance.model_copy(update={"metadata": meta}),
+        }
+    )
 
 
 def _pins_win(spec: TaskSpec) -> TaskSpec:
@@ -171,6 +218,7 @@ def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> Environment:
         return lines
 
     requirements = dict(env.requirements)
+    packages = env.packages
     if env.requirements_paths:
         path, data = first(env.requirements_paths, "install_config.reqs_path")
         lines = replace_yanked(inline(path, data))
@@ -183,8 +231,14 @@ def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> Environment:
             raise RowError(spec.task_id, "install_config.env_yml_path", f"{path}: {exc}") from exc
         text = "".join(f"{line}\n" for line in replace_yanked(list(converted.requirements)))
         requirements[path.replace("/", "__") + ".txt"] = text.encode()
+        packages = tuple(dict.fromkeys((*env.packages, *converted.system)))
     return env.model_copy(
-        update={"requirements": requirements, "requirements_paths": (), "conda_env_paths": ()}
+        update={
+            "requirements": requirements,
+            "requirements_paths": (),
+            "conda_env_paths": (),
+            "packages": packages,
+        }
     )
 
 

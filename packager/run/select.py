@@ -51,8 +51,8 @@ class Selection:
     grader_network: GraderNetwork = "none"
     """`--grader-network`: the grader container offline (`none`) or on the network."""
     """`--strict-environment`: a conda package pip cannot install fails the build."""
-    as_of: str = "none"
-    """`--as-of`: created, setup-commit, a date, or none."""
+    as_of: str = "published"
+    """`--as-of`: published, created, setup-commit, a date, or none."""
 
     def wants(self, spec: TaskSpec) -> bool:
         """Whether an adapted row passes the repository and language filters."""

@@ -65,6 +65,18 @@ def test_environment_yml_keeps_its_pip_section() -> None:
         from_environment_yml("name: x\n")
 
 
+def test_a_conda_package_whose_c_library_pip_lacks_brings_debian_s() -> None:
+    """conda-forge's cfgrib comes with ecCodes; pip's does not: Debian's library is added to the
+    environment's packages (read from an environment.yml or a package list alike)."""
+    text = "name: t\ndependencies:\n  - cfgrib\n  - numpy\n  - eccodes\n"
+    converted = from_environment_yml(text)
+    assert converted.requirements == ("cfgrib", "numpy", "eccodes")
+    assert converted.system == ("libeccodes-dev",)
+    assert any("cfgrib: its C library from Debian (libeccodes-dev)" in n for n in converted.notes)
+    assert from_package_list("numpy cfgrib=0.9").system == ("libeccodes-dev",)
+    assert from_package_list("numpy").system == ()
+
+
 def _log(step: str, *output: str) -> str:
     head = "Step 1/9 : FROM debian:bullseye-slim\n ---> 0123\n"
     tail = "\n".join(output)
@@ -335,6 +347,7 @@ def test_a_substitution_is_in_the_result_environment_and_html() -> None:
         "python_used": "3.9",
         "python_base": "debian:bullseye-slim (Debian bullseye)",
         "flattened_from": "img@sha256:1",
+        "resolved_as_of": "2024-08-13T00:00:00Z",
     }
     result = _result(**facts)
     assert "<td>3.6 -&gt; 3.9</td>" in make_html("d", [result], None, [])
