@@ -105,7 +105,7 @@ def _stand_in_over_https(lines: list[str]) -> list[str]:
     if not any(_PLAIN_ANSWER.search(line) for line in lines):
         return []
     names = sorted({m.group(1) for line in lines[:50] for m in _STAND_IN.finditer(line)})
-    return [f"{name} over https (its stand-in serves plain http)" for name in names]
+    return [f"{name} over https: its stand-in serves plain http" for name in names]
 
 
 def network_hosts(text: str) -> list[str] | None:

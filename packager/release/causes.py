@@ -17,7 +17,7 @@ _STEP = re.compile(
     r"the environment's (.+?) step failed(?:: package (\S+) could not be installed)?"
 )
 _MISSING_MODULE = re.compile(r"module (\S+) is missing")
-_HOSTS = re.compile(r"which grading does not give \(([^)]*)\)")
+_HOSTS = re.compile(r"which grading does not give \((.*?)\)(?=;|$)")
 
 
 def cause(result: TaskResult) -> str | None:

@@ -548,7 +548,7 @@ def test_a_stand_in_asked_for_https_is_the_real_service_out_of_reach() -> None:
     from packager.engines.excerpts import network_hosts
 
     hosts = network_hosts(STAND_IN_OUTPUT)
-    assert hosts == ["httpbin over https (its stand-in serves plain http)"]
+    assert hosts == ["httpbin over https: its stand-in serves plain http"]
     # The same TLS error without a stand-in in the run is no network access.
     assert network_hosts(STAND_IN_OUTPUT.split("\n", 1)[1]) is None
     # Together with a real host: both named.

@@ -63,6 +63,15 @@ CASES = [
         ),
         "network: httpbin.org",
     ),
+    (
+        _result(
+            "r3", "needs_network",
+            "the gold run's tests tried to reach the network, which grading does not give "
+            "(10.255.255.1 (a tarpit), httpbin over https: its stand-in serves plain http); "
+            "oracle reward 0.0 (graded: x (failed))",
+        ),
+        "network: 10.255.255.1 (a tarpit), httpbin over https: its stand-in serves plain http",
+    ),
     (_result("g1", "gold_failed", "oracle reward 0.0 (graded: F2P: 1 not passed)"), "gold failing"),
     (_result("i1", "infra_error", "lost the engine"), "infra_error"),
 ]  # fmt: skip
