@@ -123,10 +123,18 @@ def clean(
         report.images += names
         log(f"removed {', '.join(names)}")
     if not dry_run:
-        pruned = client.images.prune(filters={"dangling": True, **TOOL_FILTER})
+        dangling = {"dangling": True, "until": DANGLING_KEPT_FOR, **TOOL_FILTER}
+        pruned = client.images.prune(filters=dangling)
         report.build_cache = len(pruned.get("ImagesDeleted") or [])
         report.reclaimed_bytes = max(0, layers_before - int(client.api.df().get("LayersSize") or 0))
     return report
+
+
+DANGLING_KEPT_FOR = "2h"
+"""Untagged images younger than this are kept: a build running beside the clean (another run
+on this engine) has its finished steps as untagged images carrying the tool's label (inherited
+from the agent image a grader image is built FROM); pruning one fails that build with "unknown
+parent image ID" (seen when a test suite's clean ran beside a whole-dataset run)."""
 
 
 def disk_use(client: DockerClient) -> dict[str, int]:

@@ -57,3 +57,22 @@ def test_clean_keeps_the_newest_per_task_and_role(tmp_path: Path, docker_client:
     proc = run_cli("clean", "--task", task)
     assert "removed 0 container(s), 1 image tag(s)" in proc.stdout
     assert not docker_client.images.list(name=tags[2])
+
+
+def test_clean_keeps_the_untagged_steps_of_a_build_running_beside_it(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """A build's finished steps are untagged images carrying the tool's label (inherited from
+    the image it is built FROM); a clean beside it must not prune them, or the build fails on
+    an "unknown parent image ID". Only untagged images older than DANGLING_KEPT_FOR go."""
+    marker = uuid.uuid4().hex
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM debian:bookworm-slim\nLABEL packager.tool=packager\nLABEL step={marker}\n"
+    )
+    image, _ = docker_client.images.build(path=str(tmp_path), rm=True)  # no tag: dangling
+    try:
+        proc = run_cli("clean", "--task", f"cleantest-{marker[:8]}/none")
+        assert proc.returncode == 0, proc.stderr
+        assert docker_client.images.get(image.id).labels.get("step") == marker
+    finally:
+        docker_client.images.remove(image.id, force=True)
