@@ -947,7 +947,7 @@ def test_a_refresh_in_an_environment_without_pip_runs_pip_from_the_wheels(task: 
     (wheels / _a_pip_wheel().name).write_bytes(_a_pip_wheel().read_bytes())
     marker = task.root / "refreshed"
     refresh = {
-        "command": f"python -m pip --version > {marker}; echo \"$PYTHONPATH\" >> {marker}",
+        "command": f'python -m pip --version > {marker}; echo "$PYTHONPATH" >> {marker}',
         "wheels": str(wheels),
     }
     env = {"PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
