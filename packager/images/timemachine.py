@@ -15,6 +15,7 @@ The upstream index is this host pip's: `PACKAGER_INDEX_URL`, else pip's configur
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import logging
@@ -265,6 +266,23 @@ def cached_page(name: str) -> dict[str, Any] | None:
     return page
 
 
+@functools.lru_cache(maxsize=8192)
+def release_time(name: str, version: str) -> datetime | None:
+    """When `name==version` was released, per its kept index page (fetched again when the
+    release is newer than the kept page); None when the index does not tell. Kept per process:
+    the rows of one spec pin the same releases, and a page is megabytes of JSON to parse.
+    """
+    page = cached_page(name)
+    when = released(page, version) if page else None
+    if page is not None and when is None:  # a release newer than the kept page
+        from packager.run.store import cache_root
+
+        (cache_root() / "index-pages" / f"{_normal(name)}.json").unlink(missing_ok=True)
+        page = cached_page(name)
+        when = released(page, version) if page else None
+    return when
+
+
 def raised_for_pins(stamp: str, pins: list[tuple[str, str]]) -> tuple[str, str | None]:
     """The cut-off at which every exact pin exists: `stamp`, or the release of the newest pin
     released after it (and that pin, `name==version`). Pins win over the date; a pin whose
@@ -273,14 +291,7 @@ def raised_for_pins(stamp: str, pins: list[tuple[str, str]]) -> tuple[str, str |
     cutoff, by = parse_stamp(stamp), None
     for name, version in pins:
         try:
-            page = cached_page(name)
-            when = released(page, version) if page else None
-            if page is not None and when is None:  # a release newer than the kept page
-                from packager.run.store import cache_root
-
-                (cache_root() / "index-pages" / f"{_normal(name)}.json").unlink(missing_ok=True)
-                page = cached_page(name)
-                when = released(page, version) if page else None
+            when = release_time(name, version)
         except (OSError, ValueError) as exc:
             LOG.info("as of: no release time for %s==%s (%s)", name, version, exc)
             continue

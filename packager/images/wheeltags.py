@@ -8,6 +8,7 @@ cut-off when one is set. Read from the index's PEP 691 pages (the machine cache'
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -57,6 +58,7 @@ def _wheels(page: dict[str, Any], version: str) -> list[str]:
     return [n for n in _names(page) if n.endswith(".whl") and file_version(n) == version]
 
 
+@functools.lru_cache(maxsize=8192)
 def moved_pin(name: str, version: str, python: str, as_of: str | None) -> str | None:
     """The release `name==version` moves to for `python` (None: it stays, because it has a wheel
     for it, ships no wheels at all, or no release of its series has one). Releases made before

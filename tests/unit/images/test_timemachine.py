@@ -104,6 +104,7 @@ def test_a_pin_released_after_the_date_raises_it(monkeypatch: pytest.MonkeyPatch
         "old": {"files": [{"filename": "old-1.0.tar.gz", "upload-time": "2010-01-01T00:00:00Z"}]},
     }  # fmt: skip
     monkeypatch.setattr(timemachine, "cached_page", lambda name: pages.get(name))
+    timemachine.release_time.cache_clear()  # kept per process: not the pages of other tests
     stamp = "2020-04-08T13:46:43Z"
     assert timemachine.raised_for_pins(stamp, [("old", "1.0"), ("tox", "4.16.0")]) == (
         "2024-07-03T03:29:15Z",
@@ -111,3 +112,4 @@ def test_a_pin_released_after_the_date_raises_it(monkeypatch: pytest.MonkeyPatch
     )
     assert timemachine.raised_for_pins(stamp, [("old", "1.0"), ("tox", "3.0.0")]) == (stamp, None)
     assert timemachine.raised_for_pins(stamp, [("gone", "1.0")]) == (stamp, None)
+    timemachine.release_time.cache_clear()

@@ -3,6 +3,7 @@ them, and a pinned release without a wheel for the Python used moved within its 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -45,14 +46,16 @@ NUMPY = _page(
 
 
 @pytest.fixture
-def pages(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
+def pages(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, dict[str, Any]]]:
     known: dict[str, dict[str, Any]] = {
         "numpy": NUMPY,
         "six": _page(("six-1.16.0-py2.py3-none-any.whl", "2021-05-05T00:00:00Z")),
         "pycairo": _page(("pycairo-1.20.0.tar.gz", "2020-10-05T00:00:00Z")),
     }
     monkeypatch.setattr(wheeltags, "cached_page", known.get)
-    return known
+    wheeltags.moved_pin.cache_clear()  # kept per process: not the pages of other tests
+    yield known
+    wheeltags.moved_pin.cache_clear()
 
 
 def test_a_pin_without_a_wheel_for_the_python_moves_within_its_series(pages: Any) -> None:
