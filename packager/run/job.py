@@ -89,9 +89,23 @@ def with_dropped(reason: str | None, dropped: str | None) -> str | None:
         return re.split(r"[^\w-]", entry, maxsplit=1)[0].lower().replace("-", "_")
 
     hit = [d for d in dropped.split("; ") if module(d) in missing]
-    if not hit:
+    if hit:
+        return (
+            f"{reason} (dropped from the environment, pip could not install it: {'; '.join(hit)})"
+        )
+    # Tests that skip for want of the package do not pass either: name the ones that say which.
+    not_passed = reason.split("not passed:", 1)[1] if "not passed:" in reason else ""
+    named = [
+        d
+        for d in dropped.split("; ")
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(module(d))}(?![A-Za-z0-9])", not_passed)
+    ]
+    if not named:
         return reason
-    return f"{reason} (dropped from the environment, pip could not install it: {'; '.join(hit)})"
+    return (
+        f"{reason} (tests named after a package dropped from the environment, which pip could "
+        f"not install: {'; '.join(named)})"
+    )
 
 
 class TaskJob:

@@ -185,3 +185,23 @@ def test_a_reason_naming_a_dropped_module_says_it_was_dropped() -> None:
     assert with_dropped(plain, dropped) == plain
     assert with_dropped("No module named 'numpy'", dropped) == "No module named 'numpy'"
     assert with_dropped(reason, None) == reason and with_dropped(None, dropped) is None
+
+
+def test_listed_tests_named_after_a_dropped_package_are_said() -> None:
+    """xarray-3305's PASS_TO_PASS holds cdms2 round-trip tests, which skip when cdms2 (conda
+    only) is dropped: the reason names the package, and only for tests named after it."""
+    from packager.run.job import with_dropped
+
+    dropped = "cdms2 (packages (environment.yml: x)); hdf5 (packages (environment.yml: x))"
+    reason = (
+        "oracle reward 0.0 (graded: pass_to_pass: 2 not passed: xarray/tests/test_dataarray.py::"
+        "TestDataArray::test_to_and_from_cdms2_classic (missing), xarray/tests/test_dataarray.py"
+        "::TestDataArray::test_to_and_from_cdms2_ugrid (missing))"
+    )
+    said = with_dropped(reason, dropped)
+    assert said == (
+        f"{reason} (tests named after a package dropped from the environment, which pip could "
+        "not install: cdms2 (packages (environment.yml: x)))"
+    )
+    other = reason.replace("cdms2", "cdms20")  # another name: not this package
+    assert with_dropped(other, dropped) == other
