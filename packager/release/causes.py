@@ -17,6 +17,9 @@ _STEP = re.compile(
     r"the environment's (.+?) step failed(?:: package (\S+) could not be installed)?"
 )
 _MISSING_MODULE = re.compile(r"module (\S+) is missing")
+_DROPPED = re.compile(
+    r"dropped from the environment, (?:which )?pip could not install(?: it)?: (\S+)"
+)
 _HOSTS = re.compile(r"which grading does not give \((.*?)\)(?=;|$)")
 
 
@@ -31,6 +34,9 @@ def cause(result: TaskResult) -> str | None:
     if status == "build_failed":
         return _build_cause(result, reason)
     if status == "gold_failed":
+        dropped = _DROPPED.search(reason)
+        if dropped:
+            return f"environment: dropped {dropped.group(1)} (pip could not install it)"
         return "gold failing: patch does not apply" if "did not apply" in reason else "gold failing"
     return status
 

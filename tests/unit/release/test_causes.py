@@ -73,6 +73,15 @@ CASES = [
         "network: 10.255.255.1 (a tarpit), httpbin over https: its stand-in serves plain http",
     ),
     (_result("g1", "gold_failed", "oracle reward 0.0 (graded: F2P: 1 not passed)"), "gold failing"),
+    (
+        _result(
+            "x1", "gold_failed",
+            "oracle reward 0.0 (graded: pass_to_pass: 1 not passed: t::test_cdms2 (missing)) "
+            "(tests named after a package dropped from the environment, which pip could not "
+            "install: cdms2 (packages (environment.yml: x)))",
+        ),
+        "environment: dropped cdms2 (pip could not install it)",
+    ),
     (_result("i1", "infra_error", "lost the engine"), "infra_error"),
 ]  # fmt: skip
 
