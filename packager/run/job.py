@@ -74,6 +74,10 @@ class _Finish:
         )
 
 
+DISK_FULL = "no space left on device"
+"""ENOSPC as git, pip and the engine say it (lower-cased)."""
+
+
 def with_dropped(reason: str | None, dropped: str | None) -> str | None:
     """A reason that names a module missing at test time, with the dropped requirement it
     belongs to when the environment's build dropped one of that name (a conda-only package).
@@ -180,8 +184,13 @@ class TaskJob:
         logs: dict[str, str] | None = None,
         environment: dict[str, str] | None = None,
     ) -> TaskResult:
-        """The result of a task whose images could not be built."""
+        """The result of a task whose images could not be built. A build that failed because the
+        machine's disk filled up is an infrastructure fault, not the row's (infra_error).
+        """
         from packager.models.spec import TaskResult
+
+        if status == "build_failed" and DISK_FULL in reason.lower():
+            status, reason = "infra_error", f"the machine's disk is full: {reason}"
 
         return TaskResult(
             **self._base(spec),

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from packager.errors import BuildError
+from packager.errors import BuildError, RowError
 from packager.executors import Job
 from packager.models.spec import TaskSpec
 from packager.run import job as job_module
@@ -104,6 +104,31 @@ def test_a_build_error_is_the_tasks_build_failed_result(
         "dir": str(OutputPaths(tmp_path, spec.provenance.dataset).log_dir(spec.provenance.slug)),
         "build": str(log),
     }
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        BuildError(
+            TASK, "packager/agent:a", "write /testbed/x.pack: no space left on device", None
+        ),
+        RowError(TASK, "repo", "checking out (exit 128): No space left on device"),
+    ],
+)
+def test_a_build_that_filled_the_disk_is_an_infrastructure_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """ENOSPC during a build or a snapshot is the machine's fault, not the row's."""
+    spec = _spec()
+
+    def failing(*args: Any, **kwargs: Any) -> BuildOutcome:
+        raise error
+
+    monkeypatch.setattr(job_module, "build_task", failing)
+    result = TaskJob(_job(tmp_path, spec, verify=True), _NoImages()).build(spec)
+    assert not isinstance(result, job_module.Staged)
+    assert result.status == "infra_error"
+    assert (result.reason or "").startswith("the machine's disk is full: ")
 
 
 def test_a_build_only_job_ends_built_with_its_tags_computed_once(
