@@ -74,8 +74,8 @@ class _Finish:
         )
 
 
-DISK_FULL = "no space left on device"
-"""ENOSPC as git, pip and the engine say it (lower-cased)."""
+DISK_FULL = ("no space left on device", "out of diskspace")
+"""ENOSPC as the engine, pip and git say it (lower-cased; git's pack writer says the second)."""
 
 
 def with_dropped(reason: str | None, dropped: str | None) -> str | None:
@@ -189,7 +189,7 @@ class TaskJob:
         """
         from packager.models.spec import TaskResult
 
-        if status == "build_failed" and DISK_FULL in reason.lower():
+        if status == "build_failed" and any(said in reason.lower() for said in DISK_FULL):
             status, reason = "infra_error", f"the machine's disk is full: {reason}"
 
         return TaskResult(

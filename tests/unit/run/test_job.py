@@ -113,6 +113,7 @@ def test_a_build_error_is_the_tasks_build_failed_result(
             TASK, "packager/agent:a", "write /testbed/x.pack: no space left on device", None
         ),
         RowError(TASK, "repo", "checking out (exit 128): No space left on device"),
+        RowError(TASK, "repo", "cannot copy the history: ... write error. Out of diskspace"),
     ],
 )
 def test_a_build_that_filled_the_disk_is_an_infrastructure_fault(
