@@ -356,6 +356,8 @@ def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: 
     objects; the folder is written atomically.
     """
     shared = folder / f"{anchor}-{SHARED_PACK_FORMAT}"
+    if shared.is_dir() and not _whole_packs(shared):
+        shutil.rmtree(shared, ignore_errors=True)  # a part was deleted: write it again
     if not shared.is_dir():
         folder.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{anchor}-", dir=folder))
@@ -384,6 +386,16 @@ def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: 
         except OSError:
             shutil.copyfile(part, pack_dir / part.name)
     return True
+
+
+def _whole_packs(folder: Path) -> bool:
+    """Whether `folder` holds packs each with its index (a machine cache a user trimmed by hand
+    can keep an index without its pack: linked in, the snapshot then lacks the history).
+    """
+    names = [p.name for p in folder.iterdir()]
+    packs = {n[: -len(".pack")] for n in names if n.endswith(".pack")}
+    indexes = {n[: -len(".idx")] for n in names if n.endswith(".idx")}
+    return bool(packs) and packs == indexes
 
 
 def _tag_targets(run: Git, git_dir: Path, names: list[str]) -> dict[str, str]:

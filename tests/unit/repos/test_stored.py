@@ -120,6 +120,34 @@ def test_rows_after_one_tag_share_the_pack_of_its_history(
     assert shared_write not in logs[following].read_text()  # written once, then linked
 
 
+def test_a_shared_pack_trimmed_by_hand_is_written_again(tmp_path: Path, upstream: Upstream) -> None:
+    """A shared pack folder whose pack was deleted (its index kept) is not linked in as it is:
+    the snapshot would lack the history before the tag. It is written again."""
+    cache, git_dir = tmp_path / "cache", upstream.path / ".git"
+    subprocess.run(["git", "tag", "v0.1", upstream.first], cwd=upstream.path, env=ENV, check=True)
+    first = write_snapshot(
+        tmp_path / "a" / "repo.tar", git_dir=git_dir, base_commit=upstream.base, cache_dir=cache
+    )
+    assert not first.reused
+    (folder,) = (cache / "packs").iterdir()
+    for pack in folder.glob("*.pack"):
+        pack.unlink()
+    for stored in cache.glob("*.tar"):  # the row's own snapshot too, so it is written again
+        stored.unlink()
+    tar = tmp_path / "b" / "repo.tar"
+    write_snapshot(tar, git_dir=git_dir, base_commit=upstream.base, cache_dir=cache)
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(tar) as t:
+        t.extractall(unpacked, filter="tar")
+    assert git("rev-parse", "HEAD", cwd=unpacked) == upstream.base
+    git("fsck", "--connectivity-only", cwd=unpacked)
+    assert git("tag", cwd=unpacked) == "v0.1"
+    assert sorted(p.suffix for p in folder.iterdir() if p.suffix in (".pack", ".idx")) == [
+        ".idx",
+        ".pack",
+    ]
+
+
 def test_a_source_missing_history_under_a_tag_still_names_what_it_lacks(
     tmp_path: Path, upstream: Upstream
 ) -> None:
