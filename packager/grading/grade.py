@@ -420,12 +420,9 @@ def _run_tests(
             added = tripwires.write_js_tripwire(repo, command)
         elif parser in tripwires.CPP_FRAMEWORKS:
             added = tripwires.write_cpp_tripwire(repo, command, parser)
+        command = surround.with_services(plan, command, out_dir)
         code, timed_out, output = processes.run_logged(
-            surround.with_services(plan, command, out_dir),
-            repo,
-            env,
-            timeout,
-            out_dir / TEST_OUTPUT,
+            command, repo, env, timeout, out_dir / TEST_OUTPUT
         )
         report["exit_code"] = code
         if timed_out:
