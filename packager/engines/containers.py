@@ -196,11 +196,30 @@ def _container(
             _remove_container(container)
 
 
-def _remove_container(container: Any) -> None:
-    try:
-        container.remove(force=True)
-    except Exception:  # noqa: BLE001 - already gone, or the daemon is gone: nothing to undo
-        pass
+REMOVE_PAUSES = (0.5, 2.0, 5.0)
+"""Pauses between attempts at removing a container. Under load the engine can refuse a forced
+removal (a layer still busy on unmount, a removal already in progress) or the call can time
+out, and the container is then still there; CI once found four of a task's containers left.
+"""
+
+
+def _remove_container(container: Any, pauses: tuple[float, ...] = REMOVE_PAUSES) -> bool:
+    """Force-remove `container`, trying again after each pause; whether it is gone. Gone
+    already is success; an engine that cannot be reached is not tried again (nothing to undo).
+    """
+    import docker.errors
+
+    for pause in (*pauses, None):
+        try:
+            container.remove(force=True)
+            return True
+        except docker.errors.NotFound:
+            return True
+        except Exception as exc:  # noqa: BLE001 - refused or timed out: try again
+            if pause is None or is_connection_error(exc):
+                return False
+            time.sleep(pause)
+    return False
 
 
 _REMOVALS: list[threading.Thread] = []
@@ -632,7 +651,9 @@ def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
     }
     text = output.read_text(errors="replace") if output.is_file() else ""
     if not tests and text:
-        evidence["test_tail"] = output_excerpt(text)
+        added = report.get("added_tests")
+        names = [str(n) for n in added] if isinstance(added, list) else []
+        evidence["test_tail"] = output_excerpt(text, names)
     nested = report.get("nested_ids")
     if isinstance(nested, list) and nested:
         evidence["nested_ids"] = [str(i) for i in nested]

@@ -1,26 +1,14 @@
 """What a test run printed about why it failed: when it reported no test, its first error (a
 collection or import error, a missing command, the missing module named), never the grader's own
-tripwire; and whether it tried to reach the network, which grading does not give, naming hosts.
+tripwires; and whether it tried to reach the network, which grading does not give, naming hosts.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from packager.grading.tripwires import GO_TRIPWIRE_PREFIX, NODE_CANARY_PREFIX, TRIPWIRE_PREFIX
 from packager.models.spec import SERVICES_ROOT
-
-OUTPUT_MARKS = (
-    "grading tripwire",
-    "grading canary",
-    TRIPWIRE_PREFIX,
-    NODE_CANARY_PREFIX,
-    GO_TRIPWIRE_PREFIX,
-    "TestGradingCanary",
-    "GradingTripwire",
-)
-"""Text in a test run's output that comes from a tripwire or canary the grader added (its
-name, its own failure message, as grading/tripwires.py writes them): never why a run failed."""
 
 SHOWN = 6
 """Lines shown at most."""
@@ -37,17 +25,18 @@ _LOOK_BACK = 30
 """Lines before the first error searched for the header naming what failed to load."""
 
 
-def _kept(line: str) -> bool:
-    if not line.strip() or any(mark in line for mark in OUTPUT_MARKS):
+def _kept(line: str, added: Sequence[str]) -> bool:
+    if not line.strip() or any(name in line for name in added):
         return False
     return bool(_HEADER.search(line)) or not _RULE.match(line.strip())
 
 
-def output_excerpt(text: str) -> str:
+def output_excerpt(text: str, added: Sequence[str] = ()) -> str:
     """`first error: ...` (with `module X is missing` in front when an import failed), else
-    `last lines: ...`; tripwire and canary lines are left out either way.
+    `last lines: ...`; lines naming a test the grader `added` (its tripwires and canaries, named
+    anew each run, as its report lists them) are left out either way.
     """
-    lines = [line.rstrip()[:200] for line in text.splitlines() if _kept(line)]
+    lines = [line.rstrip()[:200] for line in text.splitlines() if _kept(line, added)]
     first = next((i for i, line in enumerate(lines) if _ERROR.search(line)), None)
     if first is None:
         return "last lines: " + (" | ".join(lines[-SHOWN:]) or "-")

@@ -145,3 +145,33 @@ def test_background_removal_is_waited_for_and_never_a_daemon(tmp_path: Path) -> 
     release.set()
     containers.wait_for_removals()
     assert client.box.removed.is_set()
+
+
+class _Stubborn:
+    """A container whose forced removal fails `refusals` times with `error`, then succeeds."""
+
+    def __init__(self, refusals: int, error: Exception) -> None:
+        self.refusals, self.error, self.calls = refusals, error, 0
+
+    def remove(self, force: bool = False) -> None:
+        assert force
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise self.error
+
+
+def test_a_refused_removal_is_tried_again_until_the_container_is_gone() -> None:
+    import docker.errors
+    import requests
+
+    from packager.engines.containers import _remove_container
+
+    busy = docker.errors.APIError("driver overlay2 failed to remove root filesystem: busy")
+    box = _Stubborn(2, busy)
+    assert _remove_container(box, pauses=(0, 0, 0)) and box.calls == 3
+    box = _Stubborn(9, busy)
+    assert not _remove_container(box, pauses=(0, 0)) and box.calls == 3
+    gone = _Stubborn(1, docker.errors.NotFound("no such container"))
+    assert _remove_container(gone, pauses=(0, 0)) and gone.calls == 1
+    away = _Stubborn(9, requests.exceptions.ConnectionError("connection refused"))
+    assert not _remove_container(away, pauses=(0, 0)) and away.calls == 1
