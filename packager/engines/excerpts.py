@@ -31,12 +31,30 @@ def _kept(line: str, added: Sequence[str]) -> bool:
     return bool(_HEADER.search(line)) or not _RULE.match(line.strip())
 
 
+_SECTION = re.compile(r"^(?:_{3,}|={3,}) .* (?:_{3,}|={3,})$")
+"""A pytest section header: `____ test_name ____` (one test's failure) or `==== FAILURES ====`."""
+
+
+def _outside_added(text: str, added: Sequence[str]) -> list[str]:
+    """The lines of `text` outside pytest's failure sections of the added tests (their bodies
+    and assertions name nothing that marks them).
+    """
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        if _SECTION.match(line.strip()):
+            skipping = any(name in line for name in added)
+        if not skipping:
+            kept.append(line)
+    return kept
+
+
 def output_excerpt(text: str, added: Sequence[str] = ()) -> str:
     """`first error: ...` (with `module X is missing` in front when an import failed), else
     `last lines: ...`; lines naming a test the grader `added` (its tripwires and canaries, named
     anew each run, as its report lists them) are left out either way.
     """
-    lines = [line.rstrip()[:200] for line in text.splitlines() if _kept(line, added)]
+    lines = [line.rstrip()[:200] for line in _outside_added(text, added) if _kept(line, added)]
     first = next((i for i, line in enumerate(lines) if _ERROR.search(line)), None)
     if first is None:
         return "last lines: " + (" | ".join(lines[-SHOWN:]) or "-")

@@ -31,14 +31,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import parsers, patching, processes, rules, surround, tripwires
+    from . import canaries, parsers, patching, processes, rules, scan, surround, tripwires
 elif __package__:
-    from . import parsers, patching, processes, rules, surround, tripwires
+    from . import canaries, parsers, patching, processes, rules, scan, surround, tripwires
 else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
+    import canaries
     import parsers
     import patching
     import processes
     import rules
+    import scan
     import surround
     import tripwires
 
@@ -399,8 +401,8 @@ def _run_tests(
     scratch = Path(tempfile.mkdtemp(prefix="grading-"))  # outside the repo under test
     try:
         proof: Optional[Path] = None
-        canaries: List[Tuple[str, Path]] = []
-        tripwire: Optional[tripwires.Tripwire] = None
+        go: List[canaries.GoCanary] = []
+        tripwire: Optional[tripwires.AddedTest] = None
         node: Optional[tripwires.AddedTest] = None
         added: Optional[tripwires.AddedTest] = None
         if parser in parsers.PYTEST_FAMILY:
@@ -411,9 +413,9 @@ def _run_tests(
             env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={proof}".strip()
             tripwire = tripwires.write_pytest_tripwire(repo, plan)
         elif parser == "gotest":
-            canaries = tripwires.write_go_canaries(repo, secrets.token_hex(8))
+            go = canaries.write_go_canaries(repo)
         elif parser == "tap":
-            node = tripwires.write_node_canaries(repo)
+            node = canaries.write_node_canaries(repo)
         elif parser == "sympy":
             added = tripwires.write_sympy_tripwire(repo, command)
         elif parser in parsers.JS_TRIPWIRED:
@@ -425,6 +427,7 @@ def _run_tests(
             command, repo, env, timeout, out_dir / TEST_OUTPUT
         )
         report["exit_code"] = code
+        report["added_tests"] = canaries.added_names(tripwire or node or added, go)
         if timed_out:
             # Scored 0 regardless; what finished before the kill is kept to help diagnose it.
             if junit_file is None:
@@ -440,19 +443,19 @@ def _run_tests(
         if proof is not None:
             tests = _trusted_pytest(tests, proof, report, parser)
         if tripwire is not None:
-            tests = tripwires.check_tripwire(tests, tripwire.name)
+            tests = tripwires.check_tripwire(tests, tripwire.names)
         if node is not None:
-            tests = tripwires.check_node_canary(tests, [output], node.name, report)
+            tests = canaries.check_node_canary(tests, [output], node.name, report)
         if added is not None and parser == "sympy":
-            tests = tripwires.check_sympy_tripwire(tests, output, added.name)
+            tests = tripwires.check_sympy_tripwire(tests, output, added.names)
         elif added is not None:
-            tests = tripwires.check_named_tripwire(tests, added.name, report)
+            tests = tripwires.check_named_tripwire(tests, added.names, report)
         if parser == "gotest":
-            names = [name for name, _ in canaries]
-            tripwires.check_go_tripwires(parsers.parse_gotest(output), names)
-            tests = parsers.gotest_trusted(output, names)
-            tests = {k: v for k, v in tests.items() if not tripwires.is_go_tripwire(k)}
-            if canaries and not tests and parsers.parse_gotest(output):
+            canaries.check_go_tripwires(parsers.parse_gotest(output), go)
+            tests = parsers.gotest_trusted(output, [c.name for c in go])
+            dropped = {c.tripwire for c in go}
+            tests = {k: v for k, v in tests.items() if k.split("/", 1)[0] not in dropped}
+            if go and not tests and parsers.parse_gotest(output):
                 report.setdefault("notes", []).append(
                     "go test output without the grading canary: results not trusted"
                 )
@@ -460,8 +463,8 @@ def _run_tests(
         return tests
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        for _, path in canaries:
-            path.unlink(missing_ok=True)
+        for canary in go:
+            canary.remove()
         if tripwire is not None:
             tripwire.remove()
         if node is not None:
@@ -580,7 +583,7 @@ def _run_script(
                 "CRITERIA_FILE": str(criteria_file),
             }
         )
-        node = tripwires.write_node_canaries(repo)
+        node = canaries.write_node_canaries(repo)
         try:
             code, timed_out, stdout = processes.run_logged(
                 spec["command"],
@@ -597,7 +600,7 @@ def _run_script(
         if timed_out:
             raise Stop("infra_error", "timeout")
         if node is not None:
-            tripwires.check_grader_canary(node.name, stdout, out_dir / GRADER_STDERR, report)
+            canaries.check_grader_canary(node.name, stdout, out_dir / GRADER_STDERR, report)
         return rules.script_scores(rules.read_script_report(reward_file, stdout), criteria)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -658,7 +661,11 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     timeout = _timeout(plan.get("timeout_sec"), DEFAULT_TIMEOUT_SEC)
 
     grading_base = _environment_base(plan, repo, base)
-    _, touched = _apply_candidate(repo, base, patch_path, report)
+    candidate, touched = _apply_candidate(repo, base, patch_path, report)
+    # `scan_patch: false` lets a test reach the defences behind the scan (on by default).
+    tampering = scan.check(candidate, repo, base, report) if plan.get("scan_patch", 1) else None
+    if tampering:
+        raise Stop("policy_violation", tampering)
     if grading_base != base:
         # Index and HEAD to the environment's commit (the tree stays the candidate's): what
         # differs from it, tracked or not, is the candidate's doing.

@@ -42,6 +42,8 @@ JUDGE_MAX_STEPS = 25
 GRADING_DIR = Path(__file__).resolve().parent.parent / "grading"
 GRADING_MODULES = (
     "browser_agent.py",
+    "camouflage.py",
+    "canaries.py",
     "grade.py",
     "judge.py",
     "parsers.py",
@@ -50,6 +52,7 @@ GRADING_MODULES = (
     "patching.py",
     "processes.py",
     "rules.py",
+    "scan.py",
     "surround.py",
     "tripwires.py",
 )

@@ -455,13 +455,14 @@ sphinx/writers/latex.py:30: in <module>
     from docutils.utils.roman import toRoman
 E   ModuleNotFoundError: No module named 'roman'
 =================================== FAILURES ===================================
-_________________________ grading_tripwire_0a1b2c3d4e5f _________________________
+_________________________ test_nested_order_value _________________________
 
-    def grading_tripwire_0a1b2c3d4e5f():
->       raise AssertionError('grading tripwire')
-E       AssertionError: grading tripwire
+    def test_nested_order_value():
+        value = 'order'
+>       assert value == 'nested'
+E       AssertionError: assert 'order' == 'nested'
 =========================== short test summary info ============================
-FAILED tests/test_grading_tripwire_0a1b2c3d4e5f.py::grading_tripwire_0a1b2c3d4e5f
+FAILED tests/test_build_latex.py::test_nested_order_value
 ERROR tests/test_build_latex.py
 !!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
 """
@@ -470,12 +471,13 @@ ERROR tests/test_build_latex.py
 def test_a_run_without_tests_is_explained_by_its_first_error_not_the_tripwire() -> None:
     from packager.engines.excerpts import output_excerpt
 
-    text = output_excerpt(SPHINX_NO_TEST)
+    added = ["test_nested_order_value"]  # the report's added_tests
+    text = output_excerpt(SPHINX_NO_TEST, added)
     assert text.startswith("module roman is missing; first error: ERROR collecting tests/test_bu")
     assert "No module named 'roman'" in text
-    assert "tripwire" not in text
+    assert "nested" not in text and "order" not in text
     # Without any error line: the last lines, still without the tripwire's.
-    tail = output_excerpt("ok\nE       AssertionError: grading tripwire\nbye\n")
+    tail = output_excerpt("ok\nFAILED tests/t.py::test_nested_order_value - x\nbye\n", added)
     assert tail == "last lines: ok | bye"
     assert output_excerpt("") == "last lines: -"
 

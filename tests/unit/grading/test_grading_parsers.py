@@ -477,7 +477,8 @@ def test_pytest_family_runs_get_the_junit_proof_and_the_tripwire(
 
     forged = Task(tmp_path / "forged")
     patch = forged.diff({"calc.py": CALC_BUGGY + "\n" + FORGED_SUMMARY + "os._exit(0)\n"})
-    reward, report = forged.grade(patch, parser=parser, test_command=f"{PYTEST} -s tests")
+    command = f"{PYTEST} -s tests"
+    reward, report = forged.grade(patch, parser=parser, test_command=command, scan_patch=False)
     assert reward["reward"] == 0.0
     assert report["tests"] == {}
     assert any("JUnit" in note for note in report["notes"])
