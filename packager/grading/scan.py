@@ -31,7 +31,7 @@ CPP = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".ipp")
 
 
 class Rule(NamedTuple):
-    key: str  # a literal the rule's matches hold (looked up in the base commit's code)
+    key: str  # a literal every match holds (where git cannot search by the pattern)
     pattern: Pattern[str]
     extensions: Tuple[str, ...]  # empty: every file
     what: str
@@ -56,7 +56,7 @@ RULES = (
     _rule("assert", r"""(?:require\s*\(\s*|from\s+)['"](?:node:)?assert(?:/strict)?['"]""", JS,
           "imports node's assert into the code under test"),
     _rule("jasmine", r"\bjasmine\.getEnv\s*\(", JS, "reaches jasmine's environment"),
-    _rule(".write", r"\bprocess\.(?:stdout|stderr)\.write\s*=[^=]", JS, "replaces stdout"),
+    _rule("stdout.write", r"\bprocess\.(?:stdout|stderr)\.write\s*=[^=]", JS, "replaces stdout"),
     _rule("process.exit", r"\bprocess\.(?:exit|reallyExit|abort)\s*\(", JS, "exits the process"),
     _rule("Dup2", r"\b(?:syscall|unix)\.Dup[23]?\s*\(", GO, "redirects a file descriptor"),
     _rule("os.Std", r"\bos\.(?:Stdout|Stderr)\s*=[^=]", GO, "replaces stdout"),
@@ -130,14 +130,27 @@ def hits(diff: str) -> List[Hit]:
 
 
 def _in_base(repo: Path, base: str, rule: Rule, cache: Dict[str, bool]) -> bool:
-    """Whether the base commit's code (files of the rule's kinds, outside its tests) holds the
-    rule's key (``git grep``); an error counts as yes (never a violation on a guess).
+    """Whether the base commit's code (files of the rule's kinds, outside its tests) matches
+    the rule (``git grep -P``; the rule's key as a fixed string where git has no PCRE); an
+    error counts as yes (never a violation on a guess).
     """
     if rule.key not in cache:
-        where = [f"*{ext}" for ext in rule.extensions]
-        command = ["git", "-C", str(repo), "grep", "-l", "-F", "-e", rule.key, base, "--", *where]
+        where = ["--", *(f"*{ext}" for ext in rule.extensions)]
+        command = ["git", "-C", str(repo), "grep", "-l"]
         try:
-            out = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            out = subprocess.run(
+                [*command, "-P", "-e", rule.pattern.pattern, base, *where],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if out.returncode > 1:  # no PCRE in this git: the key, literally
+                out = subprocess.run(
+                    [*command, "-F", "-e", rule.key, base, *where],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
         except (OSError, subprocess.SubprocessError):
             cache[rule.key] = True
             return True
