@@ -351,12 +351,12 @@ def _protect_and_add_tests(
         test_text = test_patch.read_text(encoding="utf-8", errors="surrogateescape")
         test_paths = patching.touched_paths(test_text)
     keep: List[str] = []
-    if plan.get("refresh"):
-        keep = [
-            p
-            for p in touched
-            if p not in test_paths and patching.declaration_change_kept(repo, base, p)
-        ]
+    if plan.get("refresh"):  # declarations kept, their test-run and plugin sections put back
+        declared = [p for p in touched if p not in test_paths]
+        how = {p: patching.keep_declaration_change(repo, base, p) for p in declared}
+        keep = [p for p in declared if how[p]]
+        merged = [p for p in keep if how[p] == "merged"]
+        report["violations"].extend({"kind": "test_sections_restored", "path": p} for p in merged)
         if keep:
             report["declarations_kept"] = keep
     restored = patching.restore_protected(repo, base, protected, test_paths, touched, keep)

@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Union
+from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple, Union
 
 GIT_TIMEOUT_SEC = 600
 LOG_LIMIT = 20000
@@ -433,41 +433,82 @@ _SECTION = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _ENTRY_POINT_WORDS = re.compile(r"entry[-_]points|pytest11|scripts", re.IGNORECASE)
 
 
-def _config_sections(text: str, pattern: Pattern[str]) -> Dict[str, List[str]]:
-    """The lines of every section whose name matches ``pattern``, by name (blank lines and
-    comments left out: they change nothing).
+def _blocks(text: str) -> List[Tuple[Optional[str], List[str]]]:
+    """A config file as (section name, its lines with the header) blocks; the lines before the
+    first header are a block named None.
     """
-    found: Dict[str, List[str]] = {}
-    current: Optional[str] = None
-    for line in text.splitlines():
+    blocks: List[Tuple[Optional[str], List[str]]] = [(None, [])]
+    for line in text.splitlines(keepends=True):
         header = _SECTION.match(line)
         if header:
-            name = header.group(1).strip().strip("\"'")
-            current = name if pattern.match(name) else None
-            if current is not None:
-                found.setdefault(current, [])
-            continue
-        if current is not None and line.strip() and not line.lstrip().startswith(("#", ";")):
-            found[current].append(line.rstrip())
-    return found
+            blocks.append((header.group(1).strip().strip("\"'"), []))
+        blocks[-1][1].append(line)
+    return blocks
 
 
-def declaration_change_kept(repo: Union[str, Path], base_commit: str, path: str) -> bool:
-    """Whether the candidate's change to ``path`` (setup.cfg or pyproject.toml, modified) leaves
-    its test-configuration and plugin sections as the base commit has them.
+def _meaningful(lines: List[str], strip_end: bool = False) -> List[str]:
+    """With ``strip_end``, ``lines`` up to their trailing blank or comment lines; otherwise the
+    lines that change a setting (blank lines and comments left out).
+    """
+    if strip_end:
+        end = len(lines)
+        while end and (not lines[end - 1].strip() or lines[end - 1].lstrip()[:1] in "#;"):
+            end -= 1
+        return lines[:end]
+    return [line.rstrip() for line in lines if line.strip() and line.lstrip()[:1] not in "#;"]
+
+
+def merge_declaration(repo: Union[str, Path], base_commit: str, path: str) -> Optional[str]:
+    """The candidate's setup.cfg or pyproject.toml with its test-run and plugin sections
+    (``TEST_CONFIG_SECTIONS``) as the base commit has them and every other change kept; None
+    when that cannot be had safely (not such a file, not in the base commit, or a changed line
+    outside those sections names an entry point).
     """
     pattern = TEST_CONFIG_SECTIONS.get(os.path.basename(path))
     target = Path(repo) / path
     if pattern is None or target.is_symlink() or not target.is_file():
-        return False
+        return None
     before = git(repo, "show", f"{base_commit}:{path}", check=False)
     if before.returncode != 0:
-        return False
+        return None
     after = target.read_text(encoding="utf-8", errors="surrogateescape")
-    if _config_sections(before.stdout, pattern) != _config_sections(after, pattern):
-        return False
-    old, new = set(before.stdout.splitlines()), set(after.splitlines())
-    return not any(_ENTRY_POINT_WORDS.search(line) for line in old ^ new)
+    base_blocks = _blocks(before.stdout)
+    guarded = {name: lines for name, lines in base_blocks if name and pattern.match(name)}
+    merged: List[str] = []
+    for name, lines in _blocks(after):
+        if name is None or not pattern.match(name):
+            merged += lines
+            continue
+        kept = guarded.pop(name, [])
+        if _meaningful(kept) == _meaningful(lines):
+            merged += lines  # as in the base, up to blank lines and comments
+        else:  # the base's section, then the candidate's blank lines before the next header
+            merged += _meaningful(kept, strip_end=True) + lines[len(_meaningful(lines, True)) :]
+    for lines in guarded.values():  # the candidate deleted them: back at the end
+        if merged and not merged[-1].endswith("\n"):
+            merged[-1] += "\n"
+        merged += lines
+    text = "".join(merged)
+    old, new = set(before.stdout.splitlines()), set(text.splitlines())
+    if any(_ENTRY_POINT_WORDS.search(line) for line in old ^ new):
+        return None
+    return text
+
+
+def keep_declaration_change(repo: Union[str, Path], base_commit: str, path: str) -> str:
+    """Keep the candidate's change to ``path`` (setup.cfg or pyproject.toml) minus any change to
+    its test-run and plugin sections, which go back to the base commit's (``merge_declaration``,
+    written in place): ``kept`` (those sections were as in the base), ``merged`` (they were put
+    back), or empty when the file is to be restored whole.
+    """
+    merged = merge_declaration(repo, base_commit, path)
+    if merged is None:
+        return ""
+    target = Path(repo) / path
+    if merged == target.read_text(encoding="utf-8", errors="surrogateescape"):
+        return "kept"
+    target.write_text(merged, encoding="utf-8", errors="surrogateescape")
+    return "merged"
 
 
 def paths_in_commit(repo: Union[str, Path], commit: str, paths: Sequence[str]) -> List[str]:

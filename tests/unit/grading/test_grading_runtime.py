@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from packager.grading import canaries, grade, processes
+from packager.grading import canaries, grade, patching, processes
 from packager.render.harbor import GRADING_ARCHIVE, GRADING_MODULES, read_grading_archive
 
 GRADE_PY = Path(grade.__file__).resolve()
@@ -903,23 +903,40 @@ def _with_setup_cfg(task: Task) -> None:
     task.base = run_git(task.repo, "rev-parse", "HEAD").strip()
 
 
+DEPENDENCY = ("six>=1.0\n", "six>=1.0\n    newdep>=1\n")
+
+
 @pytest.mark.parametrize(
-    ("change", "kept"),
+    ("change", "read"),
     [
-        (SETUP_CFG.replace("six>=1.0\n", "six>=1.0\n    newdep>=1\n"), True),
-        (SETUP_CFG + "\n[isort]\nknown_third_party = newdep, pytest\n", True),
-        (SETUP_CFG.replace("-p no:cacheprovider", "-p cheat"), False),
-        (SETUP_CFG + "\n[options.entry_points]\npytest11 =\n    cheat = cheat\n", False),
-        (SETUP_CFG.replace("[options]", "[options]\nentry_points = pytest11 = cheat"), False),
+        (SETUP_CFG.replace(*DEPENDENCY), SETUP_CFG.replace(*DEPENDENCY)),
+        (SETUP_CFG + "\n[isort]\nknown_third_party = newdep, pytest\n", None),
+        # the dependency stays; the pytest section goes back to the base's
+        (
+            SETUP_CFG.replace(*DEPENDENCY).replace("-p no:cacheprovider", "-p cheat"),
+            SETUP_CFG.replace(*DEPENDENCY),
+        ),
+        # the added plugin section dropped (the blank line before it stays)
+        (SETUP_CFG + "\n[options.entry_points]\npytest11 =\n    cheat = cheat\n", SETUP_CFG + "\n"),
+        (SETUP_CFG.replace("[tool:pytest]\naddopts = -p no:cacheprovider\n", ""), SETUP_CFG),
+        (SETUP_CFG.replace("[options]", "[options]\nentry_points = pytest11 = cheat"), "restored"),
     ],
-    ids=["dependency", "other-section", "pytest-section", "plugin-section", "entry-point-line"],
+    ids=[
+        "dependency",
+        "other-section",
+        "pytest-section",
+        "plugin-section",
+        "pytest-section-deleted",
+        "entry-point-line",
+    ],
 )
 def test_a_task_that_refreshes_keeps_only_declaration_changes(
-    task: Task, change: str, kept: bool
+    task: Task, change: str, read: str | None
 ) -> None:
     """With a refresh step (the gold patch declares dependencies), a candidate's setup.cfg change
-    is kept when the test-run and plugin sections stay as they were; without one, every change
-    to it is restored as before."""
+    is kept, except its test-run and plugin sections, which go back to the base's; a changed
+    line naming an entry point elsewhere restores the whole file. Without a refresh step every
+    change to it is restored as before."""
     _with_setup_cfg(task)
     marker = task.root / "refreshed"
     refresh = {"command": f"cp setup.cfg {marker}", "wheels": str(task.root / "wheels")}
@@ -927,10 +944,17 @@ def test_a_task_that_refreshes_keeps_only_declaration_changes(
     reward, report = task.grade(patch, refresh=refresh)
     assert reward["reward"] == 1.0
     assert report["refresh"] == {"exit_code": 0, "timed_out": False}
-    restored = [v["path"] for v in report["violations"]]
-    assert restored == ([] if kept else ["setup.cfg"])
-    assert marker.read_text() == (change if kept else SETUP_CFG)  # what the install step read
-    assert report.get("declarations_kept", []) == (["setup.cfg"] if kept else [])
+    kinds = [(v["kind"], v["path"]) for v in report["violations"]]
+    if read == "restored":
+        assert kinds == [("protected_path_restored", "setup.cfg")]
+        assert marker.read_text() == SETUP_CFG  # what the install step read
+        assert "declarations_kept" not in report
+    else:
+        expected = change if read is None else read
+        assert marker.read_text() == expected
+        assert report["declarations_kept"] == ["setup.cfg"]
+        merged = [] if expected == change else [("test_sections_restored", "setup.cfg")]
+        assert kinds == merged
 
     marker.unlink()
     reward, report = task.grade(patch)  # no refresh: the file is protected whole
@@ -1005,3 +1029,34 @@ def test_a_refresh_in_an_environment_without_pip_runs_pip_from_the_wheels(task: 
     _, report = task.grade(task.diff({"calc.py": CALC_FIXED}), refresh=refresh, env=env)
     assert report["refresh"]["exit_code"] == 0
     assert marker.read_text().splitlines()[1] == ""
+
+
+PYPROJECT = (
+    '[project]\nname = "calc"\ndependencies = [\n    "six>=1.0",\n]\n\n'
+    '[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n\n[tool.ruff]\nline-length = 99\n'
+)
+
+
+def test_a_pyproject_keeps_its_new_dependency_and_loses_its_pytest_change(task: Task) -> None:
+    import tomllib
+
+    (task.repo / "pyproject.toml").write_text(PYPROJECT)
+    run_git(task.repo, "add", "pyproject.toml")
+    run_git(task.repo, "commit", "-q", "-m", "pyproject")
+    base = run_git(task.repo, "rev-parse", "HEAD").strip()
+    change = (
+        PYPROJECT.replace('    "six>=1.0",\n', '    "six>=1.0",\n    "newdep>=1",\n')
+        .replace("-p no:cacheprovider", "-p cheat")
+        .replace("line-length = 99", "line-length = 100")
+    )
+    (task.repo / "pyproject.toml").write_text(change)
+    assert patching.keep_declaration_change(task.repo, base, "pyproject.toml") == "merged"
+    data = tomllib.loads((task.repo / "pyproject.toml").read_text())
+    assert data["project"]["dependencies"] == ["six>=1.0", "newdep>=1"]
+    assert data["tool"]["pytest"]["ini_options"]["addopts"] == "-p no:cacheprovider"
+    assert data["tool"]["ruff"]["line-length"] == 100
+    # a script entry added inside [project] itself names an entry point: restored whole
+    (task.repo / "pyproject.toml").write_text(
+        PYPROJECT.replace('name = "calc"\n', 'name = "calc"\nscripts = {cheat = "cheat:main"}\n')
+    )
+    assert patching.keep_declaration_change(task.repo, base, "pyproject.toml") == ""
