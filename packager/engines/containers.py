@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packager.engines.excerpts import network_hosts, output_excerpt
+from packager.engines.excerpts import run_evidence
 from packager.engines.mounts import (
     RunFolders,
     copy_confined_tree,
@@ -635,32 +635,6 @@ def run_once(
         judge=judge_record(report.get("judge"), log_dir / "judge"),
         **run_evidence(report, log_dir / "test-output.txt"),
     )
-
-
-def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
-    """What the test command's run showed: how many tests it reported, its exit code, and the
-    end of its output when it reported none (the environment could not run the tests).
-    """
-    tests = report.get("tests")
-    if not isinstance(tests, dict):
-        return {}
-    code = report.get("exit_code")
-    evidence: dict[str, Any] = {
-        "tests_run": len(tests),
-        "exit_code": code if isinstance(code, int) else None,
-    }
-    text = output.read_text(errors="replace") if output.is_file() else ""
-    if not tests and text:
-        added = report.get("added_tests")
-        names = [str(n) for n in added] if isinstance(added, list) else []
-        evidence["test_tail"] = output_excerpt(text, names)
-    nested = report.get("nested_ids")
-    if isinstance(nested, list) and nested:
-        evidence["nested_ids"] = [str(i) for i in nested]
-    hosts = network_hosts(text)
-    if hosts is not None:
-        evidence["network_hosts"] = hosts
-    return evidence
 
 
 def judge_record(judge: Any, root: Path) -> dict[str, Any] | None:

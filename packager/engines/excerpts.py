@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from packager.models.spec import SERVICES_ROOT
 
@@ -138,3 +140,36 @@ def network_hosts(text: str) -> list[str] | None:
                 hosts.update(m.group(1) for p in _BLOCK_HOSTS for m in p.finditer(line))
     found = sorted(h.rstrip(".").lower() for h in hosts if h.rstrip(".").lower() not in _LOCAL)
     return found + stand_ins
+
+
+def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
+    """What the test command's run showed: how many tests it reported, its exit code, and the
+    end of its output when it reported none (the environment could not run the tests).
+    """
+    tests = report.get("tests")
+    if not isinstance(tests, dict):
+        return {}
+    code = report.get("exit_code")
+    evidence: dict[str, Any] = {
+        "tests_run": len(tests),
+        "exit_code": code if isinstance(code, int) else None,
+    }
+    text = output.read_text(errors="replace") if output.is_file() else ""
+    if not tests and text:
+        added = report.get("added_tests")
+        names = [str(n) for n in added] if isinstance(added, list) else []
+        evidence["test_tail"] = output_excerpt(text, names)
+    flagged = report.get("suspicious")
+    if isinstance(flagged, list) and flagged:
+        evidence["suspicious"] = [
+            f"{h.get('path')}:{h.get('line')} {h.get('what')}"
+            for h in flagged
+            if isinstance(h, dict)
+        ]
+    nested = report.get("nested_ids")
+    if isinstance(nested, list) and nested:
+        evidence["nested_ids"] = [str(i) for i in nested]
+    hosts = network_hosts(text)
+    if hosts is not None:
+        evidence["network_hosts"] = hosts
+    return evidence

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
-from packager.engines.containers import excerpt, judge_record, make_result, run_evidence
+from packager.engines.containers import excerpt, judge_record, make_result
+from packager.engines.excerpts import run_evidence
 from packager.errors import EngineUnavailableError, InputError, RunError
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec

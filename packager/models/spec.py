@@ -283,6 +283,10 @@ class RunResult(Frozen):
     nested_ids: list[str] | None = None
     """Listed PASS_TO_PASS ids only a pytest run nested in the output answered (read as the
     harness's line parser reads them): a label finding (grading/grade.py `_nested_statuses`)."""
+    suspicious: list[str] | None = None
+    """`path:line what` of the patch's lines the grading runtime's scan flagged for review, not
+    scored: runner internals the repository's own code also uses, or a test file using them
+    (grading/scan.py)."""
     network_hosts: list[str] | None = None
     """The test output shows a failed attempt to reach the network (grading is offline): the
     hosts it names, possibly none (`engines.excerpts.network_hosts`); None when it shows none."""

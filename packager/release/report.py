@@ -97,6 +97,13 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
     if moved:
         lines += ["", "## Pins moved for the Python used (no wheel of the pinned release)", ""]
         lines += [f"- {what}: {n} task(s)" for what, n in sorted(moved.items())]
+    flagged = {
+        r.instance_id: sorted({s for run in r.oracle for s in run.suspicious or []})
+        for r in results
+    }
+    if any(flagged.values()):
+        lines += ["", "## For review: the gold patch reaches into a test runner's names", ""]
+        lines += [f"- `{t}`: {'; '.join(hits)}" for t, hits in sorted(flagged.items()) if hits]
     reasons = [r for r in results if r.reason]
     if reasons:
         lines += ["", "## Reasons", ""]

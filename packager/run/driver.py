@@ -497,6 +497,7 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
         "subscores": run.subscores,
         "status": run.grade_status,
         "reason": run.reason,
+        "suspicious": run.suspicious or [],
         "log_dir": run.log_dir,
     }
 

@@ -115,3 +115,23 @@ def test_reports_list_what_environments_dropped() -> None:
     assert "## Dropped from environments" in md
     assert "- `x`: cdms2 (packages (environment.yml: e.yml))" in md and "`y`:" not in md
     assert "dropped from the environment: cdms2 (packages" in make_html("d", [kept])
+
+
+def test_reports_list_gold_patches_the_scan_flagged_for_review() -> None:
+    from packager.models.spec import RunResult
+
+    def oracle(*flags: str) -> RunResult:
+        return RunResult(
+            kind="oracle", reward=1.0, grade_status="graded", duration_sec=1.0, log_dir="l",
+            suspicious=list(flags) or None,
+        )  # fmt: skip
+
+    flagged = _result("p", "verified").model_copy(
+        update={"oracle": (oracle("src/_pytest/reports.py:6 imports pytest's internals"),) * 2}
+    )
+    plain = _result("q", "verified").model_copy(update={"oracle": (oracle(),)})
+    md = make_markdown("d", [flagged, plain])
+    assert "## For review: the gold patch reaches into a test runner's names" in md
+    assert "- `p`: src/_pytest/reports.py:6 imports pytest's internals\n" in md + "\n"
+    assert "`q`" not in md.split("## For review", 1)[1]
+    assert "## For review" not in make_markdown("d", [plain])
