@@ -464,6 +464,7 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
     from packager.run.build import build_task
     from packager.run.materialize import render_selection
     from packager.run.patch import grade_patch
+    from packager.run.store import cached_result
 
     patch = config.verify.patch
     assert patch is not None
@@ -482,11 +483,15 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
                 "task with recorded turns"
             )
         client = connect()
-        # The task's own build options (--ca-bundle, --build-timeout, --pull): the images the
-        # candidate is graded on are those `package` built and verified, never others.
-        opts = build_options(config, sel.mirror_dirs)
-        built = build_task(client, spec, paths, sel.merged_repo_sources, opts)
-        images = built.images
+        # The images `package` verified for this very spec (same tags, same ids, bases
+        # unchanged): graded on them, nothing built. Otherwise built with the task's own build
+        # options (--ca-bundle, --build-timeout, --pull), as `package` builds them.
+        verified = cached_result(paths, spec, oracle_runs=1, client=client)
+        if verified is not None:
+            images = verified.images
+        else:
+            opts = build_options(config, sel.mirror_dirs)
+            images = build_task(client, spec, paths, sel.merged_repo_sources, opts).images
         memory = config.verify.memory_mb
         run = grade_patch(
             client, spec, paths, images, patch.read_bytes(), memory_mb=memory, judge_env=judge_env

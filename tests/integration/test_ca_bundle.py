@@ -43,27 +43,29 @@ def test_build_with_extra_ca_bundle(tmp_path: Path, docker_client: Any) -> None:
             agent, ["bash", "-c", "sha256sum < $PIP_CERT"], remove=True, network_mode="none"
         )
         assert shown.split()[0].decode() == hashlib.sha256(bundle.read_bytes()).hexdigest()
-        # A candidate graded on that task: the very images built above, nothing built again.
+        # Verified with the same option, then a candidate graded on that task: the very images
+        # verified, nothing built again (no build log written).
+        verified = run_cli(
+            "package", row["instance_id"], "--dataset", str(data), "--out", str(out),
+            "--ca-bundle", str(bundle),
+        )  # fmt: skip
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        logs = out / "rows" / "logs" / row["instance_id"]
+        stamps = {p.name: p.stat().st_mtime_ns for p in logs.glob("*.log")}
+        assert "build-grader.log" in stamps
         ids = {role: docker_client.images.get(tag).id for role, tag in result["images"].items()}
         gold = tmp_path / "gold.patch"
         gold.write_text(row["patch"])
         graded = run_cli(
-            "verify",
-            row["instance_id"],
-            "--dataset",
-            str(data),
-            "--out",
-            str(out),
-            "--ca-bundle",
-            str(bundle),
-            "--patch",
-            str(gold),
-        )
+            "verify", row["instance_id"], "--dataset", str(data), "--out", str(out),
+            "--ca-bundle", str(bundle), "--patch", str(gold),
+        )  # fmt: skip
         assert graded.returncode == 0, graded.stdout + graded.stderr
         verdict = json.loads(graded.stdout[graded.stdout.index("{") :])
         assert verdict["reward"] == 1.0 and verdict["status"] == "graded", verdict
         after = {role: docker_client.images.get(tag).id for role, tag in result["images"].items()}
         assert after == ids
+        assert {p.name: p.stat().st_mtime_ns for p in logs.glob("*.log")} == stamps
     finally:
         for tag in result["images"].values():
             docker_client.images.remove(tag, force=True)
