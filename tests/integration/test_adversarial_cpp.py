@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from benchmarks.tripwire_runners import TAMPER
+from benchmarks.tripwire_runners import TAMPER, TAMPER_ADAPTIVE
 from packager.engines.containers import wait_for_removals
 from tests.conftest import run_cli
 from tests.integration.test_adversarial import Attack, Built, _grade, make_patches, run_plan
@@ -69,6 +69,14 @@ ATTACKS = [
         "3 in-process",
         ("cpp",),
         f"cat >> $MODULE <<'EOF'\n{TAMPER['cpp']}\nEOF\n",
+    ),
+    # Spares the old tripwire (its test case's name) and hides `dup2` from the scan: only the
+    # camouflaged tripwires can stop it.
+    Attack(
+        "runner-monkeypatch-adaptive",
+        "3 in-process",
+        ("cpp",),
+        f"cat >> $MODULE <<'EOF'\n{TAMPER_ADAPTIVE['cpp']}\nEOF\n",
     ),
     Attack(
         "skip-all",
