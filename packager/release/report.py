@@ -334,6 +334,11 @@ def _table(ordered: list[TaskResult]) -> list[str]:
         if result.environment.get("pins_moved_for_python"):
             moved = result.environment["pins_moved_for_python"]
             notes.append(f"pins moved for Python {python}: {moved}")
+        flagged = sorted({s for run in result.oracle for s in run.suspicious or []})
+        if flagged:
+            notes.append(
+                "for review, the gold patch reaches into a test runner: " + "; ".join(flagged)
+            )
         for note in notes:
             parts.append(f'<tr class="reason"><td colspan="{len(HEADERS)}">{_e(note)}</td></tr>')
     parts.append("</tbody></table>")

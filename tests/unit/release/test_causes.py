@@ -135,3 +135,5 @@ def test_reports_list_gold_patches_the_scan_flagged_for_review() -> None:
     assert "- `p`: src/_pytest/reports.py:6 imports pytest's internals\n" in md + "\n"
     assert "`q`" not in md.split("## For review", 1)[1]
     assert "## For review" not in make_markdown("d", [plain])
+    html = make_html("d", [flagged, plain])
+    assert "for review, the gold patch reaches into a test runner: src/_pytest/reports.py:6" in html
