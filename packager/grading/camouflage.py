@@ -98,8 +98,8 @@ def camel(words: Sequence[str], prefix: str = "Test") -> str:
 
 
 def sentence(words: Sequence[str]) -> str:
-    """2-5 of ``words`` separated by spaces (a JavaScript or doctest title)."""
-    return " ".join(pick(words, 2, 5))
+    """3-5 of ``words`` separated by spaces (a JavaScript or doctest title)."""
+    return " ".join(pick(words, 3, 5))
 
 
 def _two(words: Sequence[str]) -> List[str]:

@@ -320,6 +320,7 @@ def go_tripwire_source(name: str, words: Sequence[str]) -> str:
 
 _GO_PACKAGE = re.compile(r"^package\s+(\w+)", re.MULTILINE)
 _GO_BUILD_TAG = re.compile(r"^//(?:go:build|\s*\+build)\s", re.MULTILINE)
+_GO_TEST_FUNC = re.compile(r"^func\s+(Test\w*)\s*\(", re.MULTILINE)
 _GO_SKIP_DIRS = {".git", "vendor", "testdata", "node_modules"}
 _GO_PLATFORM = re.compile(
     r"_(?:aix|android|darwin|dragonfly|freebsd|hurd|illumos|ios|js|linux|nacl|netbsd|openbsd"
@@ -381,18 +382,31 @@ def write_go_canaries(repo: Path) -> List[GoCanary]:
     in a new test file named from those words and sorting last.
     """
     canaries: List[GoCanary] = []
+    folders = []
     for dirpath, dirnames, filenames in os.walk(repo):
-        dirnames[:] = [d for d in dirnames if d not in _GO_SKIP_DIRS and not d.startswith(".")]
-        if not any(f.endswith("_test.go") for f in filenames):
-            continue
-        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in _GO_SKIP_DIRS and not d.startswith(".")
+        )
+        if any(f.endswith("_test.go") for f in filenames):
+            folders.append((Path(dirpath), sorted(filenames)))
+    # go test's ids are bare test names: a name must be new to every package, not only its own
+    # (a real TestUnion elsewhere passing would read as the tripwire passing).
+    taken = {
+        m.group(1)
+        for here, filenames in folders
+        for text in _texts(here / f for f in filenames if f.endswith("_test.go"))
+        for m in _GO_TEST_FUNC.finditer(text)
+    }
+    used = "\n".join(sorted(taken))
+    for here, filenames in folders:
         package = _go_package(here, filenames)
         if package is None:
             continue
         texts = _texts(here / f for f in filenames if f.endswith(".go"))
         words = camouflage.vocabulary(texts)
-        name = camouflage.fresh(partial(camouflage.camel, words), texts)
-        tripwire = camouflage.fresh(partial(camouflage.camel, words), [*texts, name])
+        avoid = [*texts, used, *(n for c in canaries for n in (c.name, c.tripwire))]
+        name = camouflage.fresh(partial(camouflage.camel, words), avoid)
+        tripwire = camouflage.fresh(partial(camouflage.camel, words), [*avoid, name])
         n = camouflage.RNG.randint(2, 40)
         tests = (
             f'\nfunc {name}(t *testing.T) {{\n\tif got := len("{"x" * n}"); got != {n} {{\n'

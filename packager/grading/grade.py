@@ -443,7 +443,7 @@ def _run_tests(
         if proof is not None:
             tests = _trusted_pytest(tests, proof, report, parser)
         if tripwire is not None:
-            tests = tripwires.check_tripwire(tests, tripwire.names)
+            tests = tripwires.check_tripwire(tests, tripwire.relative(repo))
         if node is not None:
             tests = canaries.check_node_canary(tests, [output], node.name, report)
         if added is not None and parser == "sympy":

@@ -54,9 +54,20 @@ class AddedTest:
     take them out again. ``names`` are what the run's results call them.
     """
 
-    def __init__(self, names: List[str], files: List[Tuple[Path, Optional[bytes]]]) -> None:
+    def __init__(
+        self,
+        names: List[str],
+        files: List[Tuple[Path, Optional[bytes]]],
+        places: Optional[Dict[str, Path]] = None,
+    ) -> None:
         self.names = names
         self.files = files  # (path, original bytes; None: a file made for the tests)
+        self.places = places or {}  # name -> the file holding it (pytest's ids carry the path)
+
+    def relative(self, repo: Path) -> Dict[str, str]:
+        """Each name's file, relative to ``repo`` (posix), as pytest's ids start."""
+        root = repo.resolve()
+        return {n: p.resolve().relative_to(root).as_posix() for n, p in self.places.items()}
 
     @property
     def name(self) -> str:
@@ -131,10 +142,12 @@ def write_python_tests(paths: Sequence[Path]) -> Optional[AddedTest]:
     texts = _texts(paths)
     words = camouflage.vocabulary(texts)
     names: List[str] = []
+    places: Dict[str, Path] = {}
     added: Dict[Path, str] = {}
     for path in _spread(paths):
         name = camouflage.fresh(partial(camouflage.snake, words), [*texts, *names])
         names.append(name)
+        places[name] = path
         added[path] = added.get(path, "") + "\n\n" + camouflage.python_test(name, words)
     files: List[Tuple[Path, Optional[bytes]]] = []
     try:
@@ -146,7 +159,7 @@ def write_python_tests(paths: Sequence[Path]) -> Optional[AddedTest]:
     except OSError:
         AddedTest(names, files).remove()
         raise
-    return AddedTest(names, files)
+    return AddedTest(names, files, places)
 
 
 def write_sympy_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
@@ -245,6 +258,36 @@ def _js_run(command: str) -> Optional[Tuple[str, str]]:
     return runner, f"{values[0]} "
 
 
+JS_SKIP_DIRS = {".git", "node_modules"}
+JS_FILE_LIMIT = 2 * 1024 * 1024
+JS_FILES_MAX = 5000
+_JS_TEST_CALL = re.compile(rb"\b(?:it|test|describe)\s*\(")
+
+
+def _js_test_texts(repo: Path) -> List[str]:
+    """The text of every JavaScript/TypeScript file of ``repo`` that calls ``it``, ``test`` or
+    ``describe`` (``node_modules`` and hidden folders skipped; at most JS_FILES_MAX files).
+    """
+    found: List[str] = []
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = sorted(d for d in dirnames if d not in JS_SKIP_DIRS and not d.startswith("."))
+        for filename in sorted(filenames):
+            path = Path(dirpath) / filename
+            if not filename.endswith(JS_TEST_EXTENSIONS) or path.is_symlink():
+                continue
+            try:
+                if path.stat().st_size > JS_FILE_LIMIT:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if _JS_TEST_CALL.search(data):
+                found.append(data.decode("utf-8", "replace"))
+                if len(found) >= JS_FILES_MAX:
+                    return found
+    return found
+
+
 def write_js_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
     """Append must-fail tests to the JavaScript/TypeScript files the command names that call a
     global ``it``/``test``, when the command runs a runner that gives them one; None otherwise
@@ -262,10 +305,14 @@ def write_js_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
     if not paths:
         return None
     words = camouflage.vocabulary(texts.values())
+    # A title new to every test file of the repository, not only the named ones: a runner may
+    # load others (karma's config), and a real title holding the tripwire's would be judged
+    # as the tripwire.
+    avoid = [*texts.values(), *_js_test_texts(repo)]
     names: List[str] = []
     added: Dict[Path, str] = {}
     for path in _spread(paths):
-        name = camouflage.fresh(partial(camouflage.sentence, words), [*texts.values(), *names])
+        name = camouflage.fresh(partial(camouflage.sentence, words), [*avoid, *names])
         names.append(name)
         suites = camouflage.js_suites(texts[path])
         suite = camouflage.RNG.choice(suites) if suites else ""
@@ -474,15 +521,22 @@ def write_pytest_tripwire(repo: Path, plan: Mapping[str, Any]) -> AddedTest:
     return added
 
 
-def check_tripwire(tests: Dict[str, str], names: Sequence[str]) -> Dict[str, str]:
-    """Drop the tripwires' results. One reported passed means tampering; so does one reported
-    skipped while a test of its file ran (a file skipped whole, by a module-level mark or
-    ``importorskip``, skips its tripwire honestly).
+def check_tripwire(tests: Dict[str, str], places: Mapping[str, str]) -> Dict[str, str]:
+    """Drop the tripwires' results (``places``: name -> the file holding it, relative to the
+    repository; a test of another file with the same name is not one). One reported passed
+    means tampering; so does one reported skipped while a test of its file ran (a file skipped
+    whole, by a module-level mark or ``importorskip``, skips its tripwire honestly).
     """
+
+    def added(test_id: str) -> bool:
+        where, _, name = test_id.rpartition("::")
+        place = places.get(name)
+        return place is not None and (place.endswith(where) or where.endswith(place))
+
     ran_in = {k.split("::", 1)[0] for k, v in tests.items() if v != "skipped"}
     kept: Dict[str, str] = {}
     for test_id, status in tests.items():
-        if test_id.rsplit("::", 1)[-1] in names:
+        if added(test_id):
             if status == "passed" or (status == "skipped" and test_id.split("::", 1)[0] in ran_in):
                 raise Tampered(
                     f"the test runner reported a test that must fail as {status}: "

@@ -150,3 +150,43 @@ def test_python_tripwires_fail_and_leave_the_file_as_it_was(tmp_path: Path) -> N
     assert len(added.names) == 2 and (tmp_path / "tests" / "test_h.py").read_text() != PY_TESTS
     added.remove()
     assert (tmp_path / "tests" / "test_h.py").read_text() == PY_TESTS
+
+
+def test_a_test_of_another_file_with_a_tripwires_name_is_not_the_tripwire(tmp_path: Path) -> None:
+    """A name is new to the files it goes into, not to every test file of the repository: the
+    check matches the file too, so a real `test_headers` elsewhere passing is no tampering."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_h.py").write_text(PY_TESTS)
+    added = tripwires.write_pytest_tripwire(tmp_path, {"fail_to_pass": ["tests/test_h.py::x"]})
+    places = added.relative(tmp_path)
+    assert set(places.values()) == {"tests/test_h.py"}
+    name = added.names[0]
+    tests = {f"tests/test_h.py::{name}": "failed", f"tests/test_other.py::{name}": "passed"}
+    assert tripwires.check_tripwire(tests, places) == {f"tests/test_other.py::{name}": "passed"}
+    with pytest.raises(tripwires.Tampered):
+        tripwires.check_tripwire({f"tests/test_h.py::{name}": "passed"}, places)
+    # run from inside tests/ (ids relative to it): still the tripwire
+    with pytest.raises(tripwires.Tampered):
+        tripwires.check_tripwire({f"test_h.py::{name}": "passed"}, places)
+    added.remove()
+
+
+def test_go_names_are_new_to_every_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """go test's ids are bare names: a canary named like a real test of another package would
+    be judged by that test's result."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "a_test.go").write_text('package a\n\nimport "testing"\n')
+    (tmp_path / "b" / "b_test.go").write_text(
+        'package b\n\nimport "testing"\n\nfunc TestMergeOrder(t *testing.T) {}\n'
+    )
+    offered = ["TestMergeOrder", "TestSortedRange", "TestSortedRange", "TestKeepValue"]
+    offered += ["TestKeepValue", "TestReadHeader", "TestLimitCount"]
+    names = iter(offered)
+    monkeypatch.setattr(camouflage, "camel", lambda words, prefix="Test": next(names))
+    found = canaries.write_go_canaries(tmp_path)
+    # b's TestMergeOrder is refused in a; a's names are refused in b
+    assert [(c.path.parent.name, c.name, c.tripwire) for c in found] == [
+        ("a", "TestSortedRange", "TestKeepValue"),
+        ("b", "TestReadHeader", "TestLimitCount"),
+    ]

@@ -509,3 +509,20 @@ def test_cpp_tripwire_goes_into_every_file_defining_tests(tmp_path: Path) -> Non
     ):
         assert tripwires.write_cpp_tripwire(tmp_path, command, parser) is None, command
     assert {rel: (tmp_path / rel).read_text() for rel in files} == files
+
+
+def test_js_titles_are_new_to_every_test_file_not_only_the_named_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """karma loads spec files its config names, not the command: a tripwire title that a real
+    test's title in such a file contains would be judged as the tripwire (passed: tampering)."""
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "a.test.js").write_text("it('reads a header', () => {});\n")
+    (tmp_path / "test" / "other.test.js").write_text(
+        "it('should render nested props', () => {});\n"
+    )
+    titles = iter(["render nested props", "keeps order value", "header value read"])
+    monkeypatch.setattr(camouflage, "sentence", lambda words: next(titles))
+    added = tripwires.write_js_tripwire(tmp_path, "npx karma start --single-run test/a.test.js")
+    assert added is not None
+    assert added.names == ["keeps order value", "header value read"]  # the first is taken
