@@ -26,18 +26,15 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tupl
 
 if TYPE_CHECKING:
     from . import camouflage
-    from .tripwires import AddedTest, Report, Tampered, _texts
+    from .tripwires import AddedTest, Report, Tampered, _texts, matching_files
 elif __package__:
     from . import camouflage
-    from .tripwires import AddedTest, Report, Tampered, _texts
+    from .tripwires import AddedTest, Report, Tampered, _texts, matching_files
 else:  # run from the zipapp: sys.path[0] holds the siblings
     import camouflage
-    from tripwires import AddedTest, Report, Tampered, _texts
+    from tripwires import AddedTest, Report, Tampered, _texts, matching_files
 
-NODE_CANARY_PREFIX = "grading_canary_"
 NODE_EXTENSIONS = (".js", ".cjs", ".mjs")
-NODE_SKIP_DIRS = {".git", "node_modules"}
-NODE_FILE_LIMIT = 2 * 1024 * 1024
 NODE_FILES_MAX = 2000
 
 # Every call must throw on an honest node:assert; `a` is the module, `s` its strict variant,
@@ -130,26 +127,10 @@ def _package_type(folder: Path, root: Path, cache: Dict[Path, str]) -> str:
 
 
 def _node_test_files(repo: Path) -> Iterable[Path]:
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(repo):
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in NODE_SKIP_DIRS and not d.startswith(".")
-        )
-        for name in sorted(filenames):
-            if not name.endswith(NODE_EXTENSIONS):
-                continue
-            path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file():
-                continue
-            try:
-                if path.stat().st_size > NODE_FILE_LIMIT or b"node:test" not in path.read_bytes():
-                    continue
-            except OSError:
-                continue
-            yield path
-            count += 1
-            if count >= NODE_FILES_MAX:
-                return
+    found = matching_files(
+        repo, NODE_EXTENSIONS, lambda data: b"node:test" in data, most=NODE_FILES_MAX
+    )
+    return [path for path, _ in found]
 
 
 def write_node_canaries(repo: Path) -> Optional[AddedTest]:

@@ -30,7 +30,19 @@ import re
 import shlex
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 if TYPE_CHECKING:
     from . import camouflage
@@ -95,6 +107,43 @@ def _text(path: Path) -> str:
 
 def _texts(paths: Iterable[Path]) -> List[str]:
     return [_text(path) for path in paths]
+
+
+def matching_files(
+    repo: Path,
+    extensions: Sequence[str],
+    wanted: Callable[[bytes], bool],
+    skip: Iterable[str] = (".git", "node_modules"),
+    *,
+    hidden: bool = False,
+    size_limit: int = 2 * 1024 * 1024,
+    most: int = 5000,
+) -> Iterator[Tuple[Path, bytes]]:
+    """(path, bytes) of the regular files of ``repo`` with one of ``extensions`` whose bytes
+    are ``wanted``, in a stable order; folders in ``skip`` (and hidden ones unless ``hidden``)
+    and files over ``size_limit`` left out, at most ``most`` files.
+    """
+    skipped = set(skip)
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in skipped and (hidden or not d.startswith("."))
+        )
+        for filename in sorted(filenames):
+            path = Path(dirpath) / filename
+            if not filename.endswith(tuple(extensions)) or path.is_symlink() or not path.is_file():
+                continue
+            try:
+                if path.stat().st_size > size_limit:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if wanted(data):
+                yield path, data
+                count += 1
+                if count >= most:
+                    return
 
 
 def _spread(files: Sequence[Path]) -> List[Path]:
@@ -258,34 +307,15 @@ def _js_run(command: str) -> Optional[Tuple[str, str]]:
     return runner, f"{values[0]} "
 
 
-JS_SKIP_DIRS = {".git", "node_modules"}
-JS_FILE_LIMIT = 2 * 1024 * 1024
-JS_FILES_MAX = 5000
 _JS_TEST_CALL = re.compile(rb"\b(?:it|test|describe)\s*\(")
 
 
 def _js_test_texts(repo: Path) -> List[str]:
     """The text of every JavaScript/TypeScript file of ``repo`` that calls ``it``, ``test`` or
-    ``describe`` (``node_modules`` and hidden folders skipped; at most JS_FILES_MAX files).
+    ``describe`` (``node_modules`` and hidden folders skipped).
     """
-    found: List[str] = []
-    for dirpath, dirnames, filenames in os.walk(repo):
-        dirnames[:] = sorted(d for d in dirnames if d not in JS_SKIP_DIRS and not d.startswith("."))
-        for filename in sorted(filenames):
-            path = Path(dirpath) / filename
-            if not filename.endswith(JS_TEST_EXTENSIONS) or path.is_symlink():
-                continue
-            try:
-                if path.stat().st_size > JS_FILE_LIMIT:
-                    continue
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if _JS_TEST_CALL.search(data):
-                found.append(data.decode("utf-8", "replace"))
-                if len(found) >= JS_FILES_MAX:
-                    return found
-    return found
+    found = matching_files(repo, JS_TEST_EXTENSIONS, lambda data: bool(_JS_TEST_CALL.search(data)))
+    return [data.decode("utf-8", "replace") for _, data in found]
 
 
 def write_js_tripwire(repo: Path, command: str) -> Optional[AddedTest]:
@@ -407,24 +437,14 @@ _CPP_SHORT = {
 
 
 def _cpp_test_files(repo: Path, framework: CppFramework) -> Iterable[Path]:
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(repo):
-        dirnames[:] = sorted(d for d in dirnames if d not in CPP_SKIP_DIRS)
-        for filename in sorted(filenames):
-            if not filename.endswith(CPP_EXTENSIONS):
-                continue
-            path = Path(dirpath) / filename
-            if path.is_symlink() or not path.is_file():
-                continue
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if framework.marker in data and framework.defines.search(data):
-                yield path
-                count += 1
-                if count >= CPP_FILES_MAX:
-                    return
+    def defines_tests(data: bytes) -> bool:
+        return framework.marker in data and framework.defines.search(data) is not None
+
+    found = matching_files(
+        repo, CPP_EXTENSIONS, defines_tests, CPP_SKIP_DIRS, hidden=True, size_limit=1 << 62,
+        most=CPP_FILES_MAX,
+    )  # fmt: skip
+    return [path for path, _ in found]
 
 
 def write_cpp_tripwire(repo: Path, command: str, parser: str) -> Optional[AddedTest]:
