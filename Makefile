@@ -55,6 +55,7 @@ test: install docker harbor hud registry
 lint: install
 	$(BIN)/ruff check packager tests benchmarks templates
 	$(BIN)/ruff format --check packager tests benchmarks templates
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install
 	$(BIN)/mypy packager

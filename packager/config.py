@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from packager.defaults import BUILD_TIMEOUT_SEC, MAX_ABLATIONS
 from packager.errors import InputError, PackagerError
 from packager.registry import (
     GraderNetwork,
@@ -191,7 +192,7 @@ class SelectionConfig(_Section):
     @field_validator("as_of")
     @classmethod
     def _as_of(cls, value: str) -> str:
-        from packager.images.timemachine import as_stamp
+        from packager.stamps import as_stamp
 
         if value in ("none", "published", "created", "setup-commit"):
             return value
@@ -212,15 +213,11 @@ class BuildConfig(_Section):
     ca_bundle: Path | None = Field(
         None, description="Extra CA bundle trusted inside builds (TLS-intercepting proxies)."
     )
-    timeout: float = Field(1800.0, description="Seconds per image build.")
+    timeout: float = Field(BUILD_TIMEOUT_SEC, description="Seconds per image build.")
     pull: bool = Field(
         False,
         description=("Let builds pull missing base images from a registry (default: fail fast)."),
     )
-
-
-BUILD_TIMEOUT_SEC: float = BuildConfig.model_fields["timeout"].default
-"""Seconds an image build may take unless told: also Harbor's `build_timeout_sec` in task.toml."""
 
 
 class VerifyConfig(_Section):
@@ -396,7 +393,7 @@ class QualityConfig(_Section):
         ),
     )
     max_ablations: int = Field(
-        12,
+        MAX_ABLATIONS,
         ge=1,
         description=(
             "Quality: at most this many ablated variants of the gold patch per task "

@@ -137,7 +137,7 @@ def resolved_as_of(
     `published`: when its recipe was validated (`validated`), or the row's own date when that
     is later; a recipe that names no date resolves as of now.
     """
-    from packager.images.timemachine import as_stamp
+    from packager.stamps import as_stamp
 
     if rule in ("none", "setup-commit") or (rule == "published" and validated is None):
         return None

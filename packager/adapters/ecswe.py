@@ -17,8 +17,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from packager import assumptions as A
 from packager.adapters import Context, row_id
-from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get, get_sha, get_str, parse_files
 from packager.errors import RowError
 from packager.models.spec import (
@@ -34,7 +34,6 @@ from packager.models.spec import (
 from packager.render.naming import make_slug
 
 WEIGHT_TOLERANCE = 1e-6
-SNAPSHOT_MARK = "# packager: the repository snapshot replaces the row's clone here"
 
 
 def parse_criteria(value: Any, task: str) -> tuple[Criterion, ...]:
@@ -191,7 +190,7 @@ def substitute_clone(dockerfile: str, repo: str, default_dir: str) -> tuple[str,
             out.append(line)
             continue
         clone_dir = found
-        out.append(SNAPSHOT_MARK)
+        out.append(A.SNAPSHOT_MARK)
         out.append(f"ADD repo.tar {found}")
         kept = [k for k in kept if k]
         if all(k.split()[0] == "cd" for k in kept):

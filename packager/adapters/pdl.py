@@ -16,8 +16,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from packager import assumptions as A
 from packager.adapters import Context, row_id
-from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get, get_str, parse_files, parse_list
 from packager.diffs import parse_diff
 from packager.errors import RowError

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 from packager.diffs import parse_diff
 from packager.errors import RowError
 from packager.images.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
@@ -428,7 +428,7 @@ def make_recipe(
 
 def _validated_as_of(config: Mapping[str, Any], task: str, field: str) -> str | None:
     """The recipe's `validated_as_of` as a UTC stamp (a date or a time; None when absent)."""
-    from packager.images.timemachine import as_stamp
+    from packager.stamps import as_stamp
 
     value = config.get("validated_as_of")
     if value is None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from packager import assumptions as A
 from packager.adapters import Context, row_id
-from packager.adapters import assumptions as A
 from packager.adapters.common import check_patch, get_sha, get_str, parse_list, parse_mapping
 from packager.adapters.recipe import PythonPolicy, RecipeResult, make_recipe
 from packager.datasets.harness_parsers import not_test_ids

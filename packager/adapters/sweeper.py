@@ -18,10 +18,11 @@ from typing import Any
 
 import yaml
 
+from packager import assumptions as A
 from packager.adapters import Context, row_id
-from packager.adapters import assumptions as A
 from packager.adapters.common import get_sha, get_str, repo_name
 from packager.errors import RowError
+from packager.models.app import start_from_recipe
 from packager.models.spec import Environment, Grading, JsonValue, Provenance, Repo, TaskSpec
 from packager.render.naming import make_slug
 
@@ -90,8 +91,6 @@ def to_spec(row: Mapping[str, Any], ctx: Context) -> TaskSpec:
     port: int | None = None
     found = ctx.recipes.find([task, slug])
     if found is not None:
-        from packager.checks.webapp import start_from_recipe
-
         key, recipe = found
         try:
             app = start_from_recipe({"port": A.SWEEPER_DEFAULT_PORT, **recipe})

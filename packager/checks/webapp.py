@@ -2,8 +2,8 @@
 
 SWEeper rows name a repository and a commit, never a start command, a port or an image. This
 module decides the start command from the repository's files (`detect_start`, pure), or takes it
-from a recipe (`start_from_recipe`), and checks in a container of the task's image that the app
-started that way answers HTTP (`check_app_answers`).
+from a recipe (`packager.models.app.start_from_recipe`), and checks in a container of the
+task's image that the app started that way answers HTTP (`check_app_answers`).
 
 Detection, first match wins (deterministic; only root-level files are considered):
 
@@ -41,7 +41,6 @@ import shlex
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,17 +52,7 @@ from packager.images.build import (
     labels_for,
 )
 from packager.images.tar import read_tar_member
-
-
-@dataclass(frozen=True)
-class AppStart:
-    """How to start an app: a shell command run in the repository with `PORT` set to `port`."""
-
-    command: str
-    port: int
-    how: str
-    """What it was detected from, e.g. "package.json scripts.start" or "recipe"."""
-
+from packager.models.app import AppStart
 
 COMPOSE_FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
 """Compose file names, in the order Docker Compose itself prefers them."""
@@ -440,19 +429,6 @@ def paths_to_read(package_json: bytes | None) -> list[str]:
                     if candidate not in paths and not candidate.startswith("../"):
                         paths.append(candidate)
     return paths
-
-
-def start_from_recipe(entry: Mapping[str, Any]) -> AppStart:
-    """An AppStart from a recipe entry's `start_command` and `port` (ValueError names the key)."""
-    command = entry.get("start_command")
-    if not isinstance(command, str) or not command.strip():
-        raise ValueError(
-            f"recipe key 'start_command': expected a non-empty shell command, got {command!r}"
-        )
-    port = entry.get("port")
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        raise ValueError(f"recipe key 'port': expected an integer 1..65535, got {port!r}")
-    return AppStart(command.strip(), port, "recipe")
 
 
 # ------------------------------------------------------------------- the check (Docker SDK)

@@ -25,7 +25,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 
 Reader = Callable[[str], bytes | None]
 """A file of the repository at the base commit, None when absent."""

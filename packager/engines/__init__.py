@@ -27,7 +27,7 @@ from packager.registry import ENGINES, EngineName, load, parse
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 DEFAULT_ENGINE = EngineName.LOCAL
 DEFAULT_ENVIRONMENT = "docker"

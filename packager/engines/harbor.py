@@ -41,7 +41,7 @@ from packager.models.spec import RunResult, TaskResult, TaskSpec
 from packager.render.harbor import RUN_ID_VARIABLE
 
 if TYPE_CHECKING:
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 Kind = Literal["oracle", "nop"]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

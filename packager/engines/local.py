@@ -17,7 +17,7 @@ from packager.render.harbor import collect_command, grader_has_network
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 
 def make_run_plan(

@@ -1,7 +1,7 @@
 """Executors: where each task's build → audit → verify job runs.
 
 Rendering always happens on the driver (the process the user started); an executor takes the
-rendered tasks and schedules their jobs (`packager.run.job.TaskJob`: the one composition of a
+rendered tasks and schedules their jobs (`packager.stages.job.TaskJob`: the one composition of a
 task's stages), reporting back through `Events` as each stage ends:
 
 - `local`: two bounded thread pools on this machine's Docker engine (builds and audits of
@@ -15,34 +15,17 @@ A third executor is one new module with a class like these, one member of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from packager.engines import DEFAULT_ENVIRONMENT
 from packager.errors import InputError, PackagerError
 from packager.registry import EXECUTORS, ExecutorName, load, parse
+from packager.stages.job import Job
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.build import BuildOptions
-    from packager.run.job import Staged
-    from packager.run.store import OutputPaths
-
-
-@dataclass(frozen=True)
-class Job:
-    """What every task's job needs besides its spec: the same for all tasks of a run."""
-
-    paths: OutputPaths
-    repo_sources: Mapping[str, str]
-    build_opts: BuildOptions
-    verify: bool
-    oracle_runs: int
-    memory_mb: int | None = None
-    engine: str = "local"
-    harbor_env: str = DEFAULT_ENVIRONMENT
-    judge_env: Mapping[str, str] = field(default_factory=dict)
+    from packager.stages.job import Staged
 
 
 @dataclass

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from packager.executors import Events, Interrupted, Job
+from packager.executors import Events, Interrupted
+from packager.stages.job import Job
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.run.job import Staged, TaskJob
+    from packager.stages.job import Staged, TaskJob
 
 
 class LocalExecutor:
@@ -31,7 +32,7 @@ class LocalExecutor:
     def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
         from packager.images import build
         from packager.models.spec import TaskResult
-        from packager.run.job import TaskJob
+        from packager.stages.job import TaskJob
 
         task_job = TaskJob(job, self.client)
         build_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="build")

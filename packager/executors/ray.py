@@ -47,8 +47,9 @@ from packager.executors import (
     Events,
     ExecutorError,
     Interrupted,
-    Job,
 )
+from packager.stages.job import Job
+from packager.storage import RAY_REPOS
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -60,9 +61,6 @@ EXTRA_HINT = (
     "--executor ray needs Ray on this machine and on every node: "
     f"pip install 'packager[ray]' (ray=={RAY_VERSION})"
 )
-REPO_CACHE = "ray-repos"
-"""Where a node keeps the repository bundles shipped to it (one file per bundle content), under
-its `paths.cache_root`."""
 CLEANUP_TIMEOUT_SEC = 60.0
 CONNECT_TIMEOUT_SEC = 5.0
 NODE_REFRESH_SEC = 10.0
@@ -514,9 +512,7 @@ def bundle_bytes(git_dir: Path) -> bytes:
 def materialize_bundle(blob: bytes, cache: Path | None = None) -> Path:
     """The shipped bundle as a file in this node's cache (written once per content)."""
     if cache is None:
-        from packager.run.store import cache_root
-
-        cache = cache_root() / REPO_CACHE
+        cache = RAY_REPOS.path()
     digest = hashlib.sha256(blob).hexdigest()[:24]
     path = cache / f"{digest}.bundle"
     if not path.is_file():
@@ -587,7 +583,7 @@ def _node_job(payload: dict[str, Any], root: Path, shipped: dict[str, Any]) -> J
 
     import ray
 
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
     job: Job = payload["job"]
     paths = OutputPaths(root, job.paths.dataset)
@@ -631,7 +627,7 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
     from packager.images import build
     from packager.images.build import Cancelled
     from packager.models.spec import TaskSpec
-    from packager.run.job import TaskJob
+    from packager.stages.job import TaskJob
 
     here = code_fingerprint()
     if payload["code"] != here:

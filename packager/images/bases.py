@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from packager.adapters.assumptions import DEBIAN_PYTHON_SUITES
+from packager.assumptions import DEBIAN_PYTHON_SUITES
 from packager.errors import BuildError
 from packager.images.locks import machine_lock
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 from packager.images.wheelhouse import HELPER
 from packager.models.spec import Environment
 

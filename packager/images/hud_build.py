@@ -23,8 +23,11 @@ from pathlib import Path
 
 from packager.errors import BuildError
 from packager.images.build import BuildOutcome, DockerClient, build_image, first_from, image_exists
+from packager.images.judge_build import ensure_judge_image
+from packager.judge.image import judge_image_tag
 from packager.render import naming
 from packager.render.hud import BUILD_CA_NAME, BUILD_WHEELS_NAME, HUD_VERSION, TYPER_SPEC
+from packager.storage import HUD_WHEELS
 
 DOCKERFILE = "Dockerfile.hud"
 DEFAULT_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -109,10 +112,8 @@ def hud_requirements() -> tuple[str, str]:
 
 def wheelhouse_dir() -> Path:
     """Where this machine keeps its HUD wheelhouse (one folder per requirement set and Python)."""
-    from packager.run.store import cache_root
-
     key = hashlib.sha256("\0".join((*hud_requirements(), WHEELS_PYTHON)).encode()).hexdigest()
-    return cache_root() / "hud-wheels" / key[:12]
+    return HUD_WHEELS.path() / key[:12]
 
 
 def download_hud_wheels(log_path: Path, dest: Path | None = None) -> Path | None:
@@ -190,8 +191,6 @@ def build_hud_image(
         raise BuildError(
             task, tag, f"agent image {agent_image!r} is missing: run `packager package` first", None
         )
-    from packager.judge.image import ensure_judge_image, judge_image_tag
-
     if f"--from={judge_image_tag()} " in dockerfile.read_text(encoding="utf-8"):
         ensure_judge_image(client, log_path.parent)  # a browser-judged task copies its venv
     settings = pip_config() if ca_bundle is None or index_url is None else {}

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from packager.run.store import cache_root
+from packager.storage import LOCKS
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
@@ -31,7 +31,7 @@ def machine_lock(name: str, check: Callable[[], None] | None = None) -> Iterator
         if check is not None:
             check()
     try:
-        folder = cache_root() / "locks"
+        folder = LOCKS.path()
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.lock"
         with path.open("a") as handle:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 
 Fallback = Literal["nearest", "never"]
 

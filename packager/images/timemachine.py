@@ -26,8 +26,11 @@ import ssl
 import threading
 import urllib.parse
 import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import IO, Any
+
+from packager.stamps import parse_stamp
+from packager.storage import INDEX_PAGES
 
 LOG = logging.getLogger(__name__)
 
@@ -35,21 +38,6 @@ JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 _PROJECT = re.compile(r"[A-Za-z0-9._-]+")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 TIMEOUT_SEC = 60
-
-
-def parse_stamp(text: str) -> datetime:
-    """A cut-off as written in an image (`2019-08-21T15:45:13Z`), as an aware datetime."""
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-
-
-def as_stamp(value: str) -> str:
-    """A date or datetime (`2019-08-21`, `2019-08-21T15:45:13Z`, with an offset) as a UTC stamp
-    (`2019-08-21T00:00:00Z`); ValueError when it is neither.
-    """
-    moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def upstream_index() -> str:
@@ -248,9 +236,8 @@ def cached_page(name: str) -> dict[str, Any] | None:
     never change; a version pinned but not in the kept page fetches it again).
     """
     from packager.render.write import write_json
-    from packager.run.store import cache_root
 
-    path = cache_root() / "index-pages" / f"{_normal(name)}.json"
+    path = INDEX_PAGES.path() / f"{_normal(name)}.json"
     try:
         return dict(json.loads(path.read_text()))
     except (OSError, ValueError):
@@ -275,9 +262,7 @@ def release_time(name: str, version: str) -> datetime | None:
     page = cached_page(name)
     when = released(page, version) if page else None
     if page is not None and when is None:  # a release newer than the kept page
-        from packager.run.store import cache_root
-
-        (cache_root() / "index-pages" / f"{_normal(name)}.json").unlink(missing_ok=True)
+        (INDEX_PAGES.path() / f"{_normal(name)}.json").unlink(missing_ok=True)
         page = cached_page(name)
         when = released(page, version) if page else None
     return when

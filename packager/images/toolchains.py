@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 from packager.images.pythons import version_key
 
 Fallback = Literal["nearest", "never"]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packager.images.timemachine import TimeMachine
+from packager.storage import WHEELHOUSE
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -61,9 +62,7 @@ _COMPILED = re.compile(r"[0-9a-f]{32}\.pycs")
 
 def wheelhouse_root() -> Path:
     """Where this machine keeps the wheels builds made: `<cache>/wheelhouse/<platform key>/`."""
-    from packager.run.store import cache_root
-
-    return cache_root() / "wheelhouse"
+    return WHEELHOUSE.path()
 
 
 def enabled() -> bool:

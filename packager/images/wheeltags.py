@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from packager.images.timemachine import cached_page, file_version, parse_stamp, released
+from packager.images.timemachine import cached_page, file_version, released
+from packager.stamps import parse_stamp
 
 LOG = logging.getLogger(__name__)
 

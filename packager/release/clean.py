@@ -22,19 +22,13 @@ from typing import Any
 
 from packager.images.build import DockerClient
 from packager.render.naming import LABEL_ROLE, LABEL_TASK, LABEL_TOOL
+from packager.storage import CACHE_FOLDERS
 
 TOOL_FILTER = {"label": f"{LABEL_TOOL}=packager"}
-DERIVED_CACHES = (
-    "audit-layers",
-    "audits",
-    "snapshots",
-    "wheelhouse",
-    "hud-wheels",
-    "judge-wheels",
-    "ray-repos",
-)
-"""Folders of the machine cache that every run can make again from its inputs. `mirrors`
-(fetched repositories: a network fetch to make again) and `locks` are not among them."""
+DERIVED_CACHES = tuple(folder.name for folder in CACHE_FOLDERS if folder.derived)
+"""Folders of the machine cache that every run can make again from its inputs
+(`packager.storage.CACHE_FOLDERS`). `mirrors` (fetched repositories: a network fetch to make
+again) and `locks` are not among them."""
 
 
 @dataclass

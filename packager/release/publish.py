@@ -46,7 +46,7 @@ from packager.models.spec import TaskResult
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 RELEASE_DIR = "release"
 DATASETS_DIR = "datasets"

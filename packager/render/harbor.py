@@ -28,7 +28,7 @@ from typing import Any
 import tomli_w
 import yaml
 
-from packager.config import BUILD_TIMEOUT_SEC
+from packager.defaults import BUILD_TIMEOUT_SEC
 from packager.judge.endpoint import HOST_ALIAS, JUDGE_ENV
 from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.models.spec import Environment, TaskSpec
@@ -177,8 +177,7 @@ def _last_user(dockerfile: str) -> str | None:
 
 
 def _agent_context(spec: TaskSpec) -> FileTree:
-    from packager.adapters.assumptions import VENV, VENV_TOOLS, conda_derived
-    from packager.adapters.ecswe import SNAPSHOT_MARK
+    from packager.assumptions import SNAPSHOT_MARK, VENV, VENV_TOOLS, conda_derived
 
     env = spec.environment
     dockerfile = (env.dockerfile or "").rstrip("\n")
@@ -239,7 +238,7 @@ def installer_tools(names: tuple[str, ...]) -> list[str]:
     """
     import re
 
-    from packager.adapters.assumptions import VENV_TOOLS
+    from packager.assumptions import VENV_TOOLS
 
     return [t for t in VENV_TOOLS if re.split(r"[<>=!~ ]", t, maxsplit=1)[0] in names]
 

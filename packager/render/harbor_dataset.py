@@ -30,7 +30,7 @@ from packager.render.write import write_text
 
 if TYPE_CHECKING:
     from packager.render import FileTree
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 # Harbor's publish filter (publisher/packager.py): these names, unless the task has a .gitignore.
 _DEFAULT_IGNORES = ("*.pyc", ".DS_Store", "*.swp", "*.swo", "*~")

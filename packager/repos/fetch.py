@@ -14,13 +14,12 @@ from pathlib import Path
 from packager.errors import RepoSourceError
 from packager.repos.git import git, tail
 from packager.repos.sources import RepoSource
+from packager.storage import MIRRORS
 
 
 def default_cache_dir() -> Path:
-    """Where bare mirrors live (under `paths.cache_root`)."""
-    from packager.run.store import cache_root
-
-    return cache_root() / "mirrors"
+    """Where bare mirrors live (`storage.MIRRORS`)."""
+    return MIRRORS.path()
 
 
 @lru_cache(maxsize=256)

@@ -21,6 +21,7 @@ from pathlib import Path
 from packager.repos.git import Git
 from packager.repos.snapshot import History, write_snapshot_repo, write_snapshot_tar
 from packager.repos.submodules import Resolver, Submodule, resolve_submodules, write_submodules
+from packager.storage import SNAPSHOTS
 
 SNAPSHOT_FORMAT = "1"
 """Bump when what `write_snapshot_repo` or `write_snapshot_tar` writes changes: older cached
@@ -36,10 +37,8 @@ class SnapshotWrite:
 
 
 def snapshot_cache_dir() -> Path:
-    """Where snapshot tars are kept (under `paths.cache_root`)."""
-    from packager.run.store import cache_root
-
-    return cache_root() / "snapshots"
+    """Where snapshot tars are kept (`storage.SNAPSHOTS`)."""
+    return SNAPSHOTS.path()
 
 
 def snapshot_cache_key(run: Git, git_dir: Path, base_commit: str, history: History) -> str:

@@ -20,14 +20,15 @@ if TYPE_CHECKING:
     from packager.checks.audit import AuditReport
     from packager.checks.quality import QualityReport
     from packager.config import CleanConfig, PublishConfig, RunConfig, SelectionConfig
-    from packager.executors import Executor, Job
+    from packager.executors import Executor
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
     from packager.release.clean import CleanReport
     from packager.release.publish import PublishReport
-    from packager.run.build import BuildOptions
     from packager.run.select import Selection
-    from packager.run.store import OutputPaths
+    from packager.stages.build import BuildOptions
+    from packager.stages.job import Job
+    from packager.storage import OutputPaths
 
 
 class Display(Protocol):
@@ -90,7 +91,7 @@ class QualityOutcome:
 
 def output_paths(out: Path, dataset: str) -> OutputPaths:
     """The output paths of a dataset (the one place they are made)."""
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
     return OutputPaths(out, dataset)
 
@@ -320,7 +321,7 @@ class _Run:
         )
 
     def _job(self) -> Job:
-        from packager.executors import Job
+        from packager.stages.job import Job
 
         cfg = self.config
         opts = build_options(cfg, self.sel.mirror_dirs)
@@ -446,7 +447,7 @@ def audit(config: RunConfig) -> Iterator[tuple[TaskSpec, AuditReport, Path]]:
 
 def build_options(config: RunConfig, mirror_dirs: tuple[str, ...]) -> BuildOptions:
     """The build stage's options from a run's configuration (every command that builds)."""
-    from packager.run.build import BuildOptions
+    from packager.stages.build import BuildOptions
 
     return BuildOptions(
         timeout_sec=config.build.timeout,
@@ -460,11 +461,11 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
     """Grade `config.verify.patch` on its one task (built first): the run's reward, subscores,
     status, reason and log folder. The one `verify --patch` path.
     """
+    from packager.engines.patch import grade_patch
     from packager.judge.endpoint import judge_endpoint, missing_judge_env
-    from packager.run.build import build_task
     from packager.run.materialize import render_selection
-    from packager.run.patch import grade_patch
     from packager.run.store import cached_result
+    from packager.stages.build import build_task
 
     patch = config.verify.patch
     assert patch is not None
@@ -552,7 +553,7 @@ def clean_engine(
     """
     keep_newest, task, dry_run = config.keep_newest, config.task, config.dry_run
     from packager.release.clean import clean, clean_caches, disk_use, human
-    from packager.run.store import cache_root
+    from packager.storage import cache_root
 
     client = connect()
     before = disk_use(client)

@@ -16,7 +16,7 @@ from packager.errors import PackagerError
 from packager.models.spec import TaskSpec
 from packager.run.resolve import resolve_spec
 from packager.run.select import RowScan, Selection
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult

@@ -156,8 +156,8 @@ def _dated_by_commit(spec: TaskSpec, git_dir: Path) -> TaskSpec:
     """`--as-of setup-commit`: the environment resolves as of the committer date of the commit
     the adapter named (`as_of_commit`), recorded as `resolved_as_of`.
     """
-    from packager.images.timemachine import as_stamp
     from packager.repos.read import commit_date
+    from packager.stamps import as_stamp
 
     env = spec.environment
     assert env.as_of_commit is not None
@@ -185,7 +185,7 @@ def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> Environment:
     exists, `-r` includes inlined, lines that install the repository itself dropped, yanked
     names replaced; an environment.yml becomes pip requirements (packager.datasets.conda).
     """
-    from packager.adapters import assumptions as A
+    from packager import assumptions as A
     from packager.datasets.conda import CondaError, from_environment_yml
     from packager.repos.read import read_file
 
@@ -266,8 +266,9 @@ def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[Grading, Environment]:
     """
     import json as _json
 
-    from packager.adapters import assumptions as A
-    from packager.checks.webapp import AppStart, detect_start
+    from packager import assumptions as A
+    from packager.checks.webapp import detect_start
+    from packager.models.app import AppStart
     from packager.repos.read import list_files, read_file
 
     top = [p for p in list_files(git_dir, spec.repo.base_commit) if "/" not in p]

@@ -1,65 +1,18 @@
-"""Where a dataset's outputs go (one object for every output path), where this machine's caches
-live, and the files of results kept there: each task's result (`write_result`: an infra_error
-never replaces a verdict), a rerun's cache check (`cached_result`), and the report made from
-them. Other packager modules are imported where used, so any module can import this one.
+"""The files of results kept in a dataset's output folder (`packager.storage.OutputPaths`):
+each task's result (`write_result`: an infra_error never replaces a verdict), a rerun's cache
+check (`cached_result`), and the report made from them.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
-
-
-def cache_root() -> Path:
-    """The packager cache of this machine: `PACKAGER_CACHE`, else `$XDG_CACHE_HOME/packager`, else
-    `~/.cache/packager` (repository mirrors, wheelhouses, bundles shipped to a Ray node).
-    """
-    root = os.environ.get("PACKAGER_CACHE")
-    if root:
-        return Path(root)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "packager"
-
-
-@dataclass(frozen=True)
-class OutputPaths:
-    """Every output path of one dataset, in one object."""
-
-    root: Path
-    dataset: str
-
-    @property
-    def base(self) -> Path:
-        return self.root / self.dataset
-
-    def task_dir(self, slug: str) -> Path:
-        return self.base / "tasks" / slug
-
-    def source_dir(self, slug: str) -> Path:
-        return self.base / "sources" / slug
-
-    def manifest_dir(self, slug: str) -> Path:
-        return self.base / "manifests" / slug
-
-    def result_file(self, slug: str) -> Path:
-        return self.base / "results" / f"{slug}.json"
-
-    def log_dir(self, slug: str) -> Path:
-        return self.base / "logs" / slug
-
-    @property
-    def report_file(self) -> Path:
-        return self.base / "report.md"
-
-
-def error_file(paths: OutputPaths, slug: str) -> Path:
-    """results/<task>.error.json: an infra_error that did not replace an earlier verdict."""
-    return paths.base / "results" / f"{slug}.error.json"
 
 
 def write_result(paths: OutputPaths, result: TaskResult) -> Path:
@@ -80,9 +33,9 @@ def write_result(paths: OutputPaths, result: TaskResult) -> Path:
         except ValueError:
             previous = None
         if previous is not None and previous.status != "infra_error":
-            target = error_file(paths, result.task)
+            target = paths.error_file(result.task)
     elif result.status != "infra_error":
-        error_file(paths, result.task).unlink(missing_ok=True)
+        paths.error_file(result.task).unlink(missing_ok=True)
     write_json(target, result.model_dump(mode="json"))
     return target
 
@@ -102,7 +55,7 @@ def cached_result(
     image's base images unchanged since it was built.
     """
     from packager.models.spec import TaskResult
-    from packager.run.build import image_tags
+    from packager.stages.build import image_tags
 
     target = paths.result_file(spec.provenance.slug)
     if not target.is_file():

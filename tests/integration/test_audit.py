@@ -25,7 +25,7 @@ from packager.render import naming
 from packager.render.harbor import make_harbor_task
 from packager.run.resolve import resolve_spec
 from packager.run.select import Selection, iter_specs
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.docker

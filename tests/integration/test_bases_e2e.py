@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 from packager.images.bases import ensure_base_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

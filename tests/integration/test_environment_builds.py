@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from packager.run.environment import ENVIRONMENT_REPOSITORY
 from packager.samples.generate import generate
+from packager.stages.environment import ENVIRONMENT_REPOSITORY
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

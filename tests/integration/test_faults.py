@@ -534,12 +534,12 @@ def test_hidden_test_failing_every_other_run_is_flaky(work: Path, docker_client:
     engine itself is unchanged.
     """
     from packager.datasets.sources import open_dataset
-    from packager.executors import Job
-    from packager.run.build import BuildOptions
-    from packager.run.job import TaskJob
     from packager.run.materialize import render_selection
     from packager.run.select import Selection
-    from packager.run.store import OutputPaths, write_result
+    from packager.run.store import write_result
+    from packager.stages.build import BuildOptions
+    from packager.stages.job import Job, TaskJob
+    from packager.storage import OutputPaths
 
     sel = Selection(dataset=open_dataset(str(work / "faults.jsonl"), "test"),
                     task_ids=("faults__flaky",))  # fmt: skip

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from packager.models.spec import TaskResult, TaskSpec
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harbor, pytest.mark.slow]

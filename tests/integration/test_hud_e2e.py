@@ -30,7 +30,7 @@ import pytest
 from packager.images.build import BuildOutcome
 from packager.models.spec import TaskResult, TaskSpec
 from packager.render.naming import make_hud_env_name
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 from tests.conftest import ROOT, run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from packager.engines.harbor import harbor_env, run_dataset
-from packager.run.store import OutputPaths
 from packager.samples.generate import generate
+from packager.storage import OutputPaths
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -33,7 +33,7 @@ from packager.datasets.sources import SAMPLES_DIR, open_dataset
 from packager.models.spec import TaskResult, TaskSpec
 from packager.run.resolve import resolve_spec
 from packager.run.select import Selection, iter_specs
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 from tests.conftest import run_cli, sample_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from packager.checks.webapp import AppStart, check_app_answers, detect_start
+from packager.checks.webapp import check_app_answers, detect_start
 from packager.errors import RunError
 from packager.images.build import build_image
+from packager.models.app import AppStart
 from packager.render import naming
 
 pytestmark = pytest.mark.docker

@@ -16,7 +16,7 @@ import pytest
 from packager.images import build, wheelhouse
 from packager.images.hud_build import host_ca_bundle
 from packager.models.spec import TaskSpec
-from packager.run.environment import ensure_environment
+from packager.stages.environment import ensure_environment
 
 pytestmark = [pytest.mark.docker]
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from packager.checks.audit.evidence import is_binary, norm_lines, sha256_hex
+from packager.storage import AUDIT_LAYERS
 
 MAX_LINE_SCAN = 64 * 1024 * 1024
 """Files above this size are hashed (exact copies are still found) but not split into lines."""
@@ -86,9 +87,7 @@ def git_meta_name(name: str) -> bool:
 
 def index_root() -> Path:
     """The machine's layer indexes for this audit code (next to the audit verdicts)."""
-    from packager.run.store import cache_root
-
-    return cache_root() / "audit-layers" / code_digest().hex()[:16]
+    return AUDIT_LAYERS.path() / code_digest().hex()[:16]
 
 
 def index_dir(root: Path, diff_id: str) -> Path:

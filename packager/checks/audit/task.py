@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 from packager.checks.audit.image import audit_image
 from packager.checks.audit.index import code_digest
 from packager.checks.audit.report import AuditReport
+from packager.storage import AUDITS
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import TaskSpec
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 
 def audit_path(paths: OutputPaths, slug: str) -> Path:
@@ -48,9 +49,7 @@ def audit_key(spec: TaskSpec, image_id: str) -> str:
 
 def machine_audit_path(key: str) -> Path:
     """Where this machine keeps the clean verdict of the audit with `key` (any output folder)."""
-    from packager.run.store import cache_root
-
-    return cache_root() / "audits" / key[:2] / f"{key}.json"
+    return AUDITS.path() / key[:2] / f"{key}.json"
 
 
 def _saved_clean(path: Path, key: str) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ Three checks, one report per task (`results/<task>.quality.json`):
 The package, by stage: `hunks` (the gold patch cut into file sections and hunks), `ablation`
 (the plan and the ablated patches), `leaks` and `base` (what the instruction gives away, and
 whether the base tree already held it), all pure; `report` (the saved report and its cache key);
-`run` (`run_quality`), which grades candidates only through `packager.run.patch.grade_patch`.
+`run` (`run_quality`), which grades candidates only through `packager.engines.patch.grade_patch`.
 Nothing here prints: the CLI decides what to show and which exit code a flagged task gets.
 """
 

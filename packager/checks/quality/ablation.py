@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from packager.checks.quality.hunks import skipped, split_hunks
-from packager.config import QualityConfig
+from packager.defaults import MAX_ABLATIONS
 from packager.diffs import HUNK_HEADER, FileDiff, Hunk, Junk, parse_diff, split_lines
 
-MAX_ABLATIONS_DEFAULT: int = QualityConfig.model_fields["max_ablations"].default
+MAX_ABLATIONS_DEFAULT: int = MAX_ABLATIONS
 """`--max-ablations`' default, written once on its config field."""
 
 

@@ -18,7 +18,7 @@ from packager.models.spec import Frozen
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskSpec
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 QUALITY_VERSION = 1
 """Bumped when the checks change, so a saved report is not reused across versions."""

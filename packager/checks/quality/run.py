@@ -1,5 +1,5 @@
 """Running the checks of one task (`run_quality`): the control and the ablations, each graded
-as a candidate patch through `packager.run.patch.grade_patch`, beside the instruction leaks,
+as a candidate patch through `packager.engines.patch.grade_patch`, beside the instruction leaks,
 gathered into a `QualityReport`.
 """
 
@@ -31,13 +31,13 @@ from packager.checks.quality.report import (
     patch_digest,
 )
 from packager.diffs import FileDiff
+from packager.engines.patch import grade_patch
 from packager.errors import InputError
-from packager.run.patch import grade_patch
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import RunResult, TaskResult, TaskSpec
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 
 def candidate_bytes(spec: TaskSpec, gold: str) -> bytes:

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
+from packager import assumptions as A
 from packager.adapters import Context, row_id, to_spec
-from packager.adapters import assumptions as A
 from packager.adapters import recipe as recipe_adapter
 from packager.adapters.common import repo_name
-from packager.adapters.ecswe import SNAPSHOT_MARK, find_entry, substitute_clone
+from packager.adapters.ecswe import find_entry, substitute_clone
+from packager.assumptions import SNAPSHOT_MARK
 from packager.datasets.harness_parsers import TEST_DJANGO, TEST_GO, TEST_PYTEST
 from packager.datasets.recipes import Recipes
 from packager.errors import RowError

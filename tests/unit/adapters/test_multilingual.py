@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from packager import assumptions as A
 from packager.adapters import Context, detect_schema, to_spec
-from packager.adapters import assumptions as A
 from packager.adapters.recipe import PythonPolicy, make_recipe
 from packager.datasets.harness_specs import harness_recipe
 from packager.errors import RowError
@@ -276,7 +276,7 @@ def test_node_images_take_the_npm_registry_as_a_build_argument() -> None:
 
 
 def test_host_npm_registry_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from packager.run.build import host_npm_registry
+    from packager.stages.build import host_npm_registry
 
     host_npm_registry.cache_clear()
     monkeypatch.setenv("NPM_CONFIG_REGISTRY", "http://npm.mirror.invalid/")

@@ -454,7 +454,7 @@ def test_clean_verdict_is_reused_across_output_folders_and_a_leak_never(
     repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from packager.checks.audit import audit_task, machine_audit_path
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
     monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "cache"))
     src, base = repo

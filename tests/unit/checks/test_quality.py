@@ -41,7 +41,7 @@ from packager.models.spec import (
     TaskResult,
     TaskSpec,
 )
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 
 GIT_ENV = {
     **os.environ,

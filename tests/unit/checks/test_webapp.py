@@ -9,14 +9,13 @@ import pytest
 
 from packager.checks.webapp import (
     CANDIDATE_PATHS,
-    AppStart,
     detect_start,
     log_tail,
     paths_to_read,
-    start_from_recipe,
 )
 from packager.checks.webapp import _answer as answer
 from packager.checks.webapp import _probe_summary as probe_summary
+from packager.models.app import AppStart, start_from_recipe
 
 DJANGO_MANAGE = b"""#!/usr/bin/env python
 import os, sys

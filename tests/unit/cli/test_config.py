@@ -9,7 +9,8 @@ import pytest
 
 from packager.config import RunConfig
 from packager.errors import InputError
-from packager.run.store import OutputPaths, write_report
+from packager.run.store import write_report
+from packager.storage import OutputPaths
 from tests.conftest import run_cli
 
 TASK = "samples__textkit-1"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 from packager.datasets.conda import (
     CondaError,
     from_environment_yml,
@@ -337,7 +337,7 @@ def test_a_substitution_is_in_task_metadata_and_list(tmp_path: Path) -> None:
 def test_a_substitution_is_in_the_result_environment_and_html() -> None:
     from packager.models.spec import TaskSpec
     from packager.release.report import make_html
-    from packager.run.build import environment_facts
+    from packager.stages.build import environment_facts
 
     spec = _adapt(_verified()["django__django-11099"])
     assert isinstance(spec, TaskSpec)
@@ -376,7 +376,7 @@ def test_nano_cpus_becomes_the_containers_cpu_quota() -> None:
     from packager.adapters.recipe import PythonPolicy, make_recipe
     from packager.engines.local import make_run_plan
     from packager.render.harbor import make_harbor_task
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
     policy = PythonPolicy({}, lambda _image: False)
     result = make_recipe(

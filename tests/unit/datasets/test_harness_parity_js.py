@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from packager.adapters.assumptions import directive_style
+from packager.assumptions import directive_style
 from packager.datasets import harness_parsers
 from packager.grading import parsers, parsers_js, rules
 from tests.unit.datasets.test_harness_parity import (

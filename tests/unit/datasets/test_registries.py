@@ -99,7 +99,7 @@ def test_build_stage_fails_before_building(tmp_path: Path) -> None:
     build stage raises BuildError (build_failed) reading the mirror, before any Docker call."""
     from packager.adapters import Context, to_spec
     from packager.errors import BuildError
-    from packager.run.build import BuildOptions, _check_registries
+    from packager.stages.build import BuildOptions, _check_registries
 
     rows = ROWS.read_text().splitlines()
     row = next(json.loads(line) for line in rows if '"gin-gonic__gin-1805"' in line)

@@ -20,7 +20,7 @@ from packager.engines import harbor as harbor_engine
 from packager.errors import InputError, UnknownEngineError
 from packager.models.spec import TaskSpec
 from packager.registry import ENGINES
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 from tests.conftest import run_cli
 
 TASK = "samples__textkit-1"
@@ -58,7 +58,8 @@ def test_registry_names_both_engines_and_stays_lazy() -> None:
     assert harbor.environment == "docker"
     # Importing the registry (as the CLI does) imports no engine.
     code = (
-        "import sys, packager.engines, packager.cli, packager.run.materialize, packager.run.job; "
+        "import sys, packager.engines, packager.cli, packager.run.materialize, "
+        "packager.stages.job; "
         "print(sorted(m for m in sys.modules if m.startswith('packager.engines.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -111,7 +112,7 @@ def test_task_job_carries_the_environment_type(tmp_path: Path) -> None:
 def test_run_stage_passes_harbor_env_to_both_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from packager.run.job import Staged, run_stage
+    from packager.stages.job import Staged, run_stage
 
     spec = _spec()
     paths = OutputPaths(tmp_path, spec.provenance.dataset)

@@ -226,7 +226,7 @@ class _FailingRay:
 def _flight(tmp_path: Path) -> tuple[object, object]:
     from types import SimpleNamespace
 
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
     spec = SimpleNamespace(
         task_id="gen__calc-3",

@@ -185,7 +185,7 @@ def test_no_input_makes_a_parser_raise(name: str) -> None:
 
 
 def test_native_runners_take_no_test_file_arguments() -> None:
-    from packager.adapters import assumptions
+    from packager import assumptions
 
     assert assumptions.NATIVE_RUNNER_PARSERS == tuple(parsers_native.NATIVE_PARSERS)
     for name in NATIVE:

@@ -14,7 +14,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from packager.adapters import assumptions as A
+from packager import assumptions as A
 from packager.errors import BuildError
 from packager.images import bases
 from packager.images.build import check_base_images

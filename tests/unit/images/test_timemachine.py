@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from packager.images.timemachine import TimeMachine, as_stamp, links_page, parse_stamp
+from packager.images.timemachine import TimeMachine, links_page
+from packager.stamps import as_stamp, parse_stamp
 
 PAGE = {
     "name": "demo",

@@ -163,7 +163,7 @@ def test_dataset_manifest_digests_match_harbor(
     rendered: Path, harbor_view: dict[str, Any], harbor_python: Path, tmp_path: Path
 ) -> None:
     from packager.render.harbor_dataset import write_harbor_dataset
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
     paths = OutputPaths(rendered.parent, "samples")
     write_harbor_dataset(paths, name="samples", version="1.0")

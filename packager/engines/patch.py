@@ -2,7 +2,7 @@
 plan (`engines.local.make_run_plan`: images, workdir, collect hook, timeouts, network, memory,
 a browser judge's endpoint) and one local-engine run (`engines.containers.run_once`) in a
 fresh grader container. `packager verify --patch`, the quality ablations and the benchmarks
-grade through it; the engines are imported only when a run starts, so importing this is cheap.
+grade through it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import RunResult, TaskSpec
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
 
 AgentKind = Literal["oracle", "nop"]
 """An agent phase whose collected patch is the candidate (solution/solve.sh, or nothing)."""
@@ -43,6 +43,7 @@ def grade_patch(
     labelled `label` when given, else `<dataset>/<task>`. An infrastructure fault is an
     `infra_error` run, never an exception (`run_once`).
     """
+    # heavy: the engine modules load the Docker SDK, which importing this module must not
     from packager.engines import containers
     from packager.engines.local import make_run_plan
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from packager.config import BUILD_TIMEOUT_SEC
+from packager.defaults import BUILD_TIMEOUT_SEC
 from packager.errors import RowError
 from packager.models.spec import TaskSpec
-from packager.run.environment import ensure_environment
-from packager.run.store import OutputPaths
+from packager.stages.environment import ensure_environment
+from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -116,7 +116,7 @@ class BuildOutcome:
         with the spec key it came from: recorded per environment image, so a task built on an
         image another task built reports them too.
         """
-        from packager.run.environment import dropped_in_log, dropped_packages
+        from packager.stages.environment import dropped_in_log, dropped_packages
 
         if self.environment_image is not None:
             return dropped_packages(self.environment_image)
@@ -428,7 +428,7 @@ def _build_grader(
     from packager.images import build, wheelhouse
 
     if spec.grading.rule == "judge" and (plan.rebuild or not build.image_exists(client, tag)):
-        from packager.judge.image import ensure_judge_image
+        from packager.images.judge_build import ensure_judge_image
 
         ensure_judge_image(client, plan.logs)
     grader = build.build_image(

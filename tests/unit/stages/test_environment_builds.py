@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from packager.images.locks import machine_lock
-from packager.run.environment import _environment_dockerfile, _environment_files, environment_key
+from packager.stages.environment import _environment_dockerfile, _environment_files, environment_key
 
 DOCKERFILE = """\
 # Agent image: repo.tar is added below.
@@ -129,7 +129,7 @@ def test_a_second_holder_waits_and_a_check_can_stop_the_wait(
 
 
 def test_drops_are_read_from_the_build_log_with_their_spec_key() -> None:
-    from packager.run.environment import dropped_in_log
+    from packager.stages.environment import dropped_in_log
 
     log = (
         "Step 9/14 : RUN python /tmp/packager-pip.py --drop-unavailable -r "

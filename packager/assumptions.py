@@ -277,3 +277,8 @@ UNREACHABLE_REGISTRIES: dict[str, str] = {
 and the npm registry only), by toolchain: a row whose manifests at its base commit need one
 fails its build at once, naming the registry and the first dependency
 (packager.datasets.registries)."""
+
+
+SNAPSHOT_MARK = "# packager: the repository snapshot replaces the row's clone here"
+"""The line an EC-SWE row's Dockerfile gets where its own clone of the repository was (the card
+gives a Dockerfile that clones; the agent image takes the snapshot instead)."""

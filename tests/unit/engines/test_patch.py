@@ -1,4 +1,4 @@
-"""The one patch-grading path (packager/run/patch.py): `grade_patch` assembles the task's run
+"""The one patch-grading path (packager/engines/patch.py): `grade_patch` assembles the task's run
 plan and one local-engine run, with a stand-in for `run_once` (no Docker here).
 """
 
@@ -14,9 +14,9 @@ import pytest
 
 from packager.engines.containers import RunPlan
 from packager.engines.local import make_run_plan
+from packager.engines.patch import grade_patch
 from packager.models.spec import RunResult, TaskSpec
-from packager.run.patch import grade_patch
-from packager.run.store import OutputPaths
+from packager.storage import OutputPaths
 
 IMAGES = {"agent": "packager/samples.t:agent-1", "grader": "packager/samples.t:grader-1"}
 ENDPOINT = {"PACKAGER_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "PACKAGER_JUDGE_MODEL": "m"}
@@ -100,7 +100,7 @@ def test_an_agent_phase_leaves_the_candidate(calls: list[Call], tmp_path: Path) 
 def test_import_stays_cheap() -> None:
     """The engines (and docker) load when a run starts, not with the module."""
     code = (
-        "import sys, packager.run.patch; "
+        "import sys, packager.engines.patch; "
         "print(any(m.split('.')[0] == 'docker' for m in sys.modules), "
         "'packager.engines.containers' in sys.modules)"
     )

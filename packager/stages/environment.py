@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from packager.errors import BuildError
 from packager.images.locks import machine_lock
+from packager.storage import ENVIRONMENTS, LOCKS
 
 if TYPE_CHECKING:
     from packager.images import build as build_module
@@ -152,9 +153,7 @@ def ensure_environment(
 
 
 def _dropped_file(tag: str) -> Path:
-    from packager.run.store import cache_root
-
-    return cache_root() / "environments" / f"{tag.rsplit(':', 1)[1]}.dropped.json"
+    return ENVIRONMENTS.path() / f"{tag.rsplit(':', 1)[1]}.dropped.json"
 
 
 def dropped_in_log(text: str) -> list[str]:
@@ -201,9 +200,7 @@ def dropped_packages(tag: str | None) -> list[str]:
 
 
 def _failure_file(key: str) -> Path:
-    from packager.run.store import cache_root
-
-    return cache_root() / "locks" / f"env-{key}.failed.json"
+    return LOCKS.path() / f"env-{key}.failed.json"
 
 
 def _record_failure(key: str, exc: BuildError) -> None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from packager.engines import DEFAULT_ENVIRONMENT
 from packager.errors import RowError
 from packager.models.spec import TaskSpec
-from packager.run.build import (
+from packager.stages.build import (
+    BuildOptions,
     BuildOutcome,
     ImageTags,
     build_failure_reason,
@@ -24,10 +25,24 @@ from packager.run.build import (
 )
 
 if TYPE_CHECKING:
-    from packager.executors import Job
     from packager.images.build import DockerClient
     from packager.models.spec import Status, TaskResult
-    from packager.run.store import OutputPaths
+    from packager.storage import OutputPaths
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every task's job needs besides its spec: the same for all tasks of a run."""
+
+    paths: OutputPaths
+    repo_sources: Mapping[str, str]
+    build_opts: BuildOptions
+    verify: bool
+    oracle_runs: int
+    memory_mb: int | None = None
+    engine: str = "local"
+    harbor_env: str = DEFAULT_ENVIRONMENT
+    judge_env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -267,9 +282,10 @@ class TaskJob:
         """Prove a judged web app starts and answers HTTP; without a judge model to verify it
         with, the task ends at `needs_judge`.
         """
-        from packager.checks.webapp import AppStart, check_app_answers
+        from packager.checks.webapp import check_app_answers
         from packager.errors import RunError
         from packager.judge.endpoint import missing_judge_env
+        from packager.models.app import AppStart
 
         spec, slug = staged.spec, staged.spec.provenance.slug
         g = spec.grading

@@ -1,5 +1,5 @@
-"""One task's job (`packager/run/job.py::TaskJob`) and the typed build outcome it reads
-(`packager/run/build.py::BuildOutcome`): the result a build failure, a leak-free build and a
+"""One task's job (`packager/stages/job.py::TaskJob`) and the typed build outcome it reads
+(`packager/stages/build.py::BuildOutcome`): the result a build failure, a leak-free build and a
 build-only job give, with the durations and logs keys the result files have always had. No
 Docker: the build and the audit are replaced.
 """
@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from packager.errors import BuildError, RowError
-from packager.executors import Job
 from packager.models.spec import TaskSpec
-from packager.run import job as job_module
-from packager.run.build import (
+from packager.stages import job as job_module
+from packager.stages.build import (
     BuildOptions,
     BuildOutcome,
     Flattening,
@@ -23,8 +22,8 @@ from packager.run.build import (
     ImageTags,
     image_tags,
 )
-from packager.run.job import TaskJob
-from packager.run.store import OutputPaths
+from packager.stages.job import Job, TaskJob
+from packager.storage import OutputPaths
 
 TASK = "samples__textkit-1"
 
@@ -197,7 +196,7 @@ def test_a_verified_job_records_its_run_stage_wall_and_its_environment_image(
 
 
 def test_a_reason_naming_a_dropped_module_says_it_was_dropped() -> None:
-    from packager.run.job import with_dropped
+    from packager.stages.job import with_dropped
 
     dropped = "cdms2 (packages (environment.yml: ci/env.yml, as pip requirements)); hdf5 (x)"
     reason = (
@@ -216,7 +215,7 @@ def test_a_reason_naming_a_dropped_module_says_it_was_dropped() -> None:
 def test_listed_tests_named_after_a_dropped_package_are_said() -> None:
     """xarray-3305's PASS_TO_PASS holds cdms2 round-trip tests, which skip when cdms2 (conda
     only) is dropped: the reason names the package, and only for tests named after it."""
-    from packager.run.job import with_dropped
+    from packager.stages.job import with_dropped
 
     dropped = "cdms2 (packages (environment.yml: x)); hdf5 (packages (environment.yml: x))"
     reason = (

@@ -1,0 +1,97 @@
+"""Where things are kept, in one leaf module: every output path of a dataset (`OutputPaths`) and
+every folder of this machine's cache (`CACHE_FOLDERS`, which `packager clean --caches` reads).
+
+It imports nothing of the packager, so every layer may import it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """The packager cache of this machine: `PACKAGER_CACHE`, else `$XDG_CACHE_HOME/packager`, else
+    `~/.cache/packager`.
+    """
+    root = os.environ.get("PACKAGER_CACHE")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "packager"
+
+
+@dataclass(frozen=True)
+class CacheFolder:
+    """One folder of the machine cache."""
+
+    name: str
+    holds: str
+    derived: bool
+    """Every run can make it again from its inputs, so `clean --caches` may empty it."""
+
+    def path(self) -> Path:
+        return cache_root() / self.name
+
+
+MIRRORS = CacheFolder("mirrors", "repositories fetched with `packager fetch`", derived=False)
+SNAPSHOTS = CacheFolder("snapshots", "repository snapshots cut at a base commit", derived=True)
+WHEELHOUSE = CacheFolder("wheelhouse", "wheels served to image builds", derived=True)
+LOCKS = CacheFolder("locks", "build locks, and failed-environment records", derived=False)
+HUD_WHEELS = CacheFolder("hud-wheels", "the HUD SDK's wheels for environment images", True)
+JUDGE_WHEELS = CacheFolder("judge-wheels", "the judge image's wheels", derived=True)
+INDEX_PAGES = CacheFolder("index-pages", "package index pages read for --as-of", derived=False)
+AUDITS = CacheFolder("audits", "leak-audit verdicts by image and gold", derived=True)
+AUDIT_LAYERS = CacheFolder("audit-layers", "leak-audit findings by image layer", derived=True)
+RAY_REPOS = CacheFolder("ray-repos", "repository bundles shipped to a Ray node", derived=True)
+ENVIRONMENTS = CacheFolder("environments", "what an environment build dropped", derived=False)
+
+CACHE_FOLDERS: tuple[CacheFolder, ...] = (
+    AUDIT_LAYERS,
+    AUDITS,
+    SNAPSHOTS,
+    WHEELHOUSE,
+    HUD_WHEELS,
+    JUDGE_WHEELS,
+    RAY_REPOS,
+    MIRRORS,
+    LOCKS,
+    INDEX_PAGES,
+    ENVIRONMENTS,
+)
+"""Every folder of the machine cache; `clean --caches` empties the derived ones, in this order."""
+
+
+@dataclass(frozen=True)
+class OutputPaths:
+    """Every output path of one dataset, in one object."""
+
+    root: Path
+    dataset: str
+
+    @property
+    def base(self) -> Path:
+        return self.root / self.dataset
+
+    def task_dir(self, slug: str) -> Path:
+        return self.base / "tasks" / slug
+
+    def source_dir(self, slug: str) -> Path:
+        return self.base / "sources" / slug
+
+    def manifest_dir(self, slug: str) -> Path:
+        return self.base / "manifests" / slug
+
+    def result_file(self, slug: str) -> Path:
+        return self.base / "results" / f"{slug}.json"
+
+    def error_file(self, slug: str) -> Path:
+        """results/<task>.error.json: an infra_error that did not replace an earlier verdict."""
+        return self.base / "results" / f"{slug}.error.json"
+
+    def log_dir(self, slug: str) -> Path:
+        return self.base / "logs" / slug
+
+    @property
+    def report_file(self) -> Path:
+        return self.base / "report.md"
