@@ -25,7 +25,9 @@ from pydantic import (
 )
 
 from packager.defaults import BUILD_TIMEOUT_SEC, MAX_ABLATIONS
+from packager.engines import DEFAULT_ENVIRONMENT, get_engine
 from packager.errors import InputError, PackagerError
+from packager.executors import names
 from packager.registry import (
     GraderNetwork,
     History,
@@ -34,6 +36,8 @@ from packager.registry import (
     PythonFallback,
     ToolchainFallback,
 )
+from packager.release.publish import Registry
+from packager.stamps import as_stamp
 
 PARTIAL = "partial"
 """Validation context flag: a file on its own, before the command line completes it (checks
@@ -53,8 +57,6 @@ def _whole(info: ValidationInfo) -> bool:
 
 
 def _executor_name(value: str) -> str:
-    from packager.executors import names
-
     if value not in names():
         raise InputError(f"unknown executor {value!r} (available: {', '.join(names())})")
     return value
@@ -192,8 +194,6 @@ class SelectionConfig(_Section):
     @field_validator("as_of")
     @classmethod
     def _as_of(cls, value: str) -> str:
-        from packager.stamps import as_stamp
-
         if value in ("none", "published", "created", "setup-commit"):
             return value
         try:
@@ -269,15 +269,11 @@ class VerifyConfig(_Section):
     @property
     def environment(self) -> str:
         """The environment type trials run in (`--harbor-env`, docker by default)."""
-        from packager.engines import DEFAULT_ENVIRONMENT
-
         return self.harbor_env if self.harbor_env is not None else DEFAULT_ENVIRONMENT
 
     @model_validator(mode="after")
     def _engine_env(self, info: ValidationInfo) -> Self:
         """An unknown engine, or an environment type it cannot use, is bad input."""
-        from packager.engines import get_engine
-
         if not _whole(info):
             return self
         if self.harbor_env is not None and self.engine != "harbor":
@@ -347,8 +343,6 @@ class ExecutorConfig(_Section):
     @field_validator("registry")
     @classmethod
     def _registry(cls, value: str | None) -> str | None:
-        from packager.release.publish import Registry
-
         if value is not None:
             try:
                 Registry.parse(value)
@@ -359,6 +353,7 @@ class ExecutorConfig(_Section):
     @field_validator("ray_address")
     @classmethod
     def _address(cls, value: str | None) -> str | None:
+        # optional: the Ray executor's module (packager[ray]), read only when an address is given
         from packager.executors.ray import head_endpoint
 
         if value is not None:

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from packager.adapters.declared import added_requirements
 from packager.datasets.recipes import Recipes
+from packager.datasets.services import services_for
+from packager.datasets.vendored import vendoring_installers
 from packager.errors import DatasetError, RowError
 from packager.models.spec import TaskSpec
 from packager.registry import (
@@ -27,6 +30,7 @@ from packager.registry import (
     load,
     parse,
 )
+from packager.stamps import as_stamp
 
 
 @dataclass(frozen=True)
@@ -137,8 +141,6 @@ def resolved_as_of(
     `published`: when its recipe was validated (`validated`), or the row's own date when that
     is later; a recipe that names no date resolves as of now.
     """
-    from packager.stamps import as_stamp
-
     if rule in ("none", "setup-commit") or (rule == "published" and validated is None):
         return None
     value = row.get(AS_OF_COLUMN) if rule in ("created", "published") else rule
@@ -156,8 +158,6 @@ def _with_services(spec: TaskSpec) -> TaskSpec:
     """A row whose tests call a well-known service that is a package (services.yaml): the
     grader serves a stand-in on loopback and the test command is told where (its env).
     """
-    from packager.datasets.services import services_for
-
     env = spec.environment
     version = spec.provenance.metadata.get("version")
     if not (env.python and not env.prebuilt) or spec.grading.services:
@@ -182,8 +182,6 @@ def _with_refresh(spec: TaskSpec) -> TaskSpec:
     """A Python environment (a venv this project builds) whose gold patch declares dependencies:
     the grader re-runs the install step offline after the candidate (Grading.refresh_*).
     """
-    from packager.adapters.declared import added_requirements
-
     env = spec.environment
     if not (env.python and not env.prebuilt and env.install and spec.gold_patch):
         return spec
@@ -203,8 +201,6 @@ def _with_installers_out(spec: TaskSpec) -> TaskSpec:
     """A venv this project builds for a repository whose package an installer vendors
     (vendored.yaml): the agent image holds none of those installers.
     """
-    from packager.datasets.vendored import vendoring_installers
-
     env = spec.environment
     if not (env.python and not env.prebuilt and not env.dockerfile) or env.installers_out:
         return spec

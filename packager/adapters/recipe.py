@@ -33,6 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from packager import assumptions as A
+from packager.datasets.conda import CondaError, from_package_list
+from packager.datasets.harness_parsers import (
+    default_test_command,
+    join_test_commands,
+    runtime_parser,
+)
 from packager.diffs import parse_diff
 from packager.errors import RowError
 from packager.images.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
@@ -43,6 +49,7 @@ from packager.images.toolchains import (
     choose_toolchain,
 )
 from packager.models.spec import Environment
+from packager.stamps import as_stamp
 
 KNOWN_KEYS = frozenset(
     {
@@ -178,12 +185,6 @@ def _test_side(
     commands: the harness rebuilds once the patches are applied, so a compiled project's tests
     run against the patched build (a failed build runs no test: fail closed).
     """
-    from packager.datasets.harness_parsers import (
-        default_test_command,
-        join_test_commands,
-        runtime_parser,
-    )
-
     harness_parser = str(config.get("log_parser") or A.DEFAULT_LOG_PARSER)
     try:
         parser = runtime_parser(harness_parser)
@@ -277,8 +278,6 @@ def _packages(
         conda_paths = _string_list(config.get("env_yml_path"), task, f"{field}.env_yml_path")
         conda_paths = conda_paths or A.DEFAULT_ENV_YML_PATHS
     elif packages:
-        from packager.datasets.conda import CondaError, from_package_list
-
         if not isinstance(packages, str):
             packages = " ".join(_string_list(packages, task, f"{field}.packages"))
         try:
@@ -428,8 +427,6 @@ def make_recipe(
 
 def _validated_as_of(config: Mapping[str, Any], task: str, field: str) -> str | None:
     """The recipe's `validated_as_of` as a UTC stamp (a date or a time; None when absent)."""
-    from packager.stamps import as_stamp
-
     value = config.get("validated_as_of")
     if value is None:
         return None

@@ -12,6 +12,7 @@ import typer
 
 from packager.cli import release, tasks
 from packager.errors import PackagerError
+from packager.executors import Interrupted
 
 app = typer.Typer(
     add_completion=False,
@@ -33,8 +34,6 @@ for command in (
 
 def main() -> None:
     """Entry point for the `packager` script."""
-    from packager.executors import Interrupted
-
     try:
         app()
     except PackagerError as exc:

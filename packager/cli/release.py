@@ -17,6 +17,7 @@ from packager.cli.options import (
 )
 from packager.config import CleanConfig, PublishConfig
 from packager.errors import InputError
+from packager.release.clean import human
 from packager.run import driver
 
 
@@ -53,8 +54,6 @@ def clean_command(flags: CleanFlags) -> None:
     """Remove this tool's containers, images and build cache from the Docker engine (found by
     the label packager.tool=packager; base images and other images are never touched).
     """
-    from packager.release.clean import human
-
     report, after = driver.clean_engine(CleanConfig(**dataclasses.asdict(flags)), typer.echo)
     verb = "would remove" if flags.dry_run else "removed"
     typer.echo(

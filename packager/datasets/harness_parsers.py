@@ -10,6 +10,7 @@ both the same logs). Pure: no I/O.
 
 from __future__ import annotations
 
+from packager.grading.parsers import PYTEST_FAMILY
 from packager.grading.parsers_js import PARSERS as JS_PARSERS
 from packager.grading.parsers_js import PRISM_COMMAND
 
@@ -222,8 +223,6 @@ def not_test_ids(parser: str, test_ids: tuple[str, ...]) -> tuple[str, ...]:
     PASS_TO_PASS of pytest-dev__pytest-5262 and -7521). Nothing else is ever set aside.
     """
     import re
-
-    from packager.grading.parsers import PYTEST_FAMILY
 
     if parser not in PYTEST_FAMILY:
         return ()

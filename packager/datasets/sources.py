@@ -15,6 +15,7 @@ from typing import Any
 
 from packager.datasets.recipes import Recipes, read_recipes
 from packager.errors import DatasetError
+from packager.render.naming import make_dataset_name
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 SAMPLES = "samples"
@@ -34,8 +35,6 @@ class DatasetSource:
 
 def open_dataset(source: str | None, split: str = "test") -> DatasetSource:
     """Resolve `--dataset`: None/`samples` → the embedded samples; else a path or a hub id."""
-    from packager.render.naming import make_dataset_name
-
     if source in (None, "", SAMPLES):
         return DatasetSource(
             SAMPLES,

@@ -50,6 +50,7 @@ from packager.images.build import (
 )
 from packager.images.tar import extract_tree, make_tar, read_tar_member
 from packager.models.spec import RunResult, Status, TaskResult
+from packager.render.write import write_json
 
 AGENT_TIMEOUT_DEFAULT = 1800
 
@@ -681,8 +682,6 @@ def _write_zero_reward(log_dir: Path, reason: str) -> None:
     """A run that did not finish still leaves reward.json = 0 (fail closed), unless the grader
     wrote one; report.json says why.
     """
-    from packager.render.write import write_json
-
     if not (log_dir / "reward.json").is_file():
         write_json(log_dir / "reward.json", {"reward": 0})
     if not (log_dir / "report.json").is_file():

@@ -36,8 +36,10 @@ from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
 from packager.engines.containers import excerpt, judge_record, make_result
 from packager.engines.excerpts import run_evidence
 from packager.errors import EngineUnavailableError, InputError, RunError
+from packager.images.build import RUN_ID
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
+from packager.render import naming
 from packager.render.harbor import RUN_ID_VARIABLE
 
 if TYPE_CHECKING:
@@ -140,8 +142,6 @@ def docker_config_dir(harbor: Path | None = None) -> Path | None:
 
 def harbor_env(run_id: str | None = None) -> dict[str, str]:
     """The environment of every harbor command: Compose plugin, no telemetry, run label."""
-    from packager.images.build import RUN_ID
-
     env = {
         **os.environ,
         "HARBOR_TELEMETRY": "0",
@@ -454,9 +454,6 @@ def task_job(
 
 
 def _task_labels(spec: TaskSpec) -> dict[str, str]:
-    from packager.images.build import RUN_ID
-    from packager.render import naming
-
     return {
         naming.LABEL_TOOL: "packager",
         naming.LABEL_RUN: RUN_ID,
@@ -559,8 +556,6 @@ def run_dataset(
     <env_type>` from `<out>/<dataset>`; returns every trial (job in
     `harbor-jobs/@dataset/<agent>/`).
     """
-    from packager.images.build import RUN_ID
-
     base = paths.base.resolve()
     jobs_root = base / JOBS_DIR / DATASET_JOBS
     args = [

@@ -12,7 +12,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from packager.executors import Events, Interrupted
-from packager.stages.job import Job
+from packager.images import build
+from packager.models.spec import TaskResult
+from packager.stages.job import Job, TaskJob
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -30,10 +32,6 @@ class LocalExecutor:
         self.workers = max(1, workers)
 
     def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
-        from packager.images import build
-        from packager.models.spec import TaskResult
-        from packager.stages.job import TaskJob
-
         task_job = TaskJob(job, self.client)
         build_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="build")
         run_pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="run")

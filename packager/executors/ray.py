@@ -42,14 +42,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packager import repos
+from packager.errors import RepoSourceError
 from packager.executors import (
     ClusterUnavailableError,
     Events,
     ExecutorError,
     Interrupted,
 )
-from packager.stages.job import Job
-from packager.storage import RAY_REPOS
+from packager.images import build
+from packager.images.build import Cancelled
+from packager.models.spec import TaskResult, TaskSpec
+from packager.release.publish import push_image
+from packager.render import naming
+from packager.repos.git import run_git
+from packager.stages.job import Job, TaskJob
+from packager.storage import RAY_REPOS, OutputPaths
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -269,8 +277,6 @@ class RayExecutor:
     def _payload(self, job: Job) -> dict[str, Any]:
         from dataclasses import replace
 
-        from packager.images import build
-
         # Repo sources are the driver's paths: sent only when every node sees them.
         sources = dict(job.repo_sources) if self.shared_repos else {}
         return {
@@ -311,8 +317,6 @@ class RayExecutor:
         (a node killed moments before is still listed alive until its heartbeats time out):
         nothing ran, so nothing is hidden by placing the job on another node.
         """
-        from packager.models.spec import TaskResult
-
         try:
             answer = ray.get(ref)
         except ray.exceptions.RayError as exc:
@@ -342,7 +346,6 @@ class RayExecutor:
         """Each repository the jobs need, as one git bundle in the object store (by name)."""
         if self.shared_repos:
             return {}
-        from packager import repos
 
         shipped: dict[str, Any] = {}
         made: dict[Path, Any] = {}
@@ -372,8 +375,6 @@ class RayExecutor:
         """Push the base images the tasks start from, so nodes that lack them pull them."""
         if self.registry is None or self.local_client is None:
             return
-        from packager.images import build
-        from packager.release.publish import push_image
 
         wanted: set[str] = set()
         for spec in specs:
@@ -388,8 +389,6 @@ class RayExecutor:
 
     def _interrupt(self, ray: Any, inflight: Mapping[Any, _InFlight]) -> Interrupted:
         """Cancel the jobs (each removes its containers), then sweep every live node."""
-        from packager.images import build
-
         for ref in inflight:
             try:
                 ray.cancel(ref, force=False)
@@ -423,8 +422,6 @@ class RayExecutor:
 
 def lost_result(spec: TaskSpec, job: Job, node: str | None, why: str) -> TaskResult:
     """`infra_error` for a task whose job did not return (its node named)."""
-    from packager.models.spec import TaskResult
-
     slug = spec.provenance.slug
     return TaskResult(
         task=slug,
@@ -495,14 +492,10 @@ def unpack_files(blob: bytes, base: Path) -> None:
 
 def bundle_bytes(git_dir: Path) -> bytes:
     """Every ref and object of a git directory as one git bundle."""
-    from packager.repos.git import run_git
-
     with tempfile.TemporaryDirectory(prefix="packager-bundle-") as tmp:
         out = Path(tmp) / "repo.bundle"
         proc = run_git(f"--git-dir={git_dir}", "bundle", "create", str(out), "--all")
         if proc.returncode != 0:
-            from packager.errors import RepoSourceError
-
             raise RepoSourceError(
                 str(git_dir), "repo", "git bundle failed", stderr=proc.stderr.decode()[-2000:]
             )
@@ -533,8 +526,6 @@ def pull_missing_bases(
     """Pull from `registry` (and tag as named) every base image this engine lacks; returns the
     images pulled. Images the registry does not have are left to the build's own check.
     """
-    from packager.images import build
-
     pulled: list[str] = []
     if registry is None:
         return pulled
@@ -555,9 +546,6 @@ def pull_missing_bases(
 
 def remove_run_containers(run_id: str) -> int:
     """On a node: remove every container of the driver's run `run_id` (after Ctrl-C)."""
-    from packager.images import build
-    from packager.render import naming
-
     try:
         client = build.connect(timeout=30)
     except Exception:  # noqa: BLE001 - no engine on this node: nothing of ours runs there
@@ -582,8 +570,6 @@ def _node_job(payload: dict[str, Any], root: Path, shipped: dict[str, Any]) -> J
     from dataclasses import replace
 
     import ray
-
-    from packager.storage import OutputPaths
 
     job: Job = payload["job"]
     paths = OutputPaths(root, job.paths.dataset)
@@ -615,8 +601,6 @@ def _push_images(
     """Push a verified or built task's images to `registry`: role -> pushed reference."""
     pushed: dict[str, str] = {}
     if registry is not None and result.status in ("verified", "built") and result.images:
-        from packager.release.publish import push_image
-
         for role, image in sorted(result.images.items()):
             pushed[role], _ = push_image(client, registry, image, lambda _: None)
     return pushed
@@ -624,11 +608,6 @@ def _push_images(
 
 def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -> dict[str, Any]:
     """One task's build → audit → verify on this node (runs in a Ray worker process)."""
-    from packager.images import build
-    from packager.images.build import Cancelled
-    from packager.models.spec import TaskSpec
-    from packager.stages.job import TaskJob
-
     here = code_fingerprint()
     if payload["code"] != here:
         # Another packager renders other images and grades differently: build nothing.

@@ -29,6 +29,8 @@ import urllib.request
 from datetime import datetime, timedelta
 from typing import IO, Any
 
+from packager.images.hud_build import host_ca_bundle, host_index_url
+from packager.render.write import write_json
 from packager.stamps import parse_stamp
 from packager.storage import INDEX_PAGES
 
@@ -44,8 +46,6 @@ def upstream_index() -> str:
     """The index builds resolve against, as this host's pip would (ends with '/')."""
     url = os.environ.get("PACKAGER_INDEX_URL", "").strip()
     if not url:
-        from packager.images.hud_build import host_index_url
-
         url = host_index_url() or ""
     if not url:
         from pip._internal.models.index import PyPI  # pip's own default, named by pip
@@ -55,8 +55,6 @@ def upstream_index() -> str:
 
 
 def _context() -> ssl.SSLContext:
-    from packager.images.hud_build import host_ca_bundle
-
     bundle = host_ca_bundle()
     return ssl.create_default_context(cafile=str(bundle) if bundle else None)
 
@@ -235,8 +233,6 @@ def cached_page(name: str) -> dict[str, Any] | None:
     """A project's PEP 691 page from the upstream index, kept in the machine cache (upload times
     never change; a version pinned but not in the kept page fetches it again).
     """
-    from packager.render.write import write_json
-
     path = INDEX_PAGES.path() / f"{_normal(name)}.json"
     try:
         return dict(json.loads(path.read_text()))

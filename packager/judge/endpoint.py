@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from packager.errors import PackagerError
+from packager.judge.replay import ReplayScript, ReplayServer
 from packager.models.spec import TaskSpec
 
 ENV_BASE_URL = "PACKAGER_JUDGE_BASE_URL"
@@ -84,7 +85,6 @@ def judge_endpoint(
     if mode == "env" or not any(s.grading.rule == "judge" for s in specs):
         yield host_judge_env()
         return
-    from packager.judge.replay import ReplayScript, ReplayServer
 
     scripts = []
     for path in replay_files(specs, replay_dir or REPLAY_DIR):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packager.images.build import DockerClient
+from packager.images.build import LABEL_HOST, LABEL_PID, DockerClient, _pid_alive
 from packager.render.naming import LABEL_ROLE, LABEL_TASK, LABEL_TOOL
 from packager.storage import CACHE_FOLDERS
 
@@ -58,8 +58,6 @@ def clean(
     import fnmatch
 
     import docker.errors
-
-    from packager.images.build import LABEL_HOST, LABEL_PID, _pid_alive
 
     report = CleanReport()
     layers_before = int(client.api.df().get("LayersSize") or 0)

@@ -42,7 +42,11 @@ from typing import TYPE_CHECKING, Any
 import tomli_w
 
 from packager.errors import PackagerError
+from packager.images.build import base_images, image_exists
 from packager.models.spec import TaskResult
+from packager.render.harbor import SNAPSHOT_FILE
+from packager.render.harbor_dataset import folder_task_name, task_digest
+from packager.render.write import swap_into_place, write_text
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -207,8 +211,6 @@ def resolve_image(
     """`push_image` when this machine's engine has `local`; else the digest reference the
     registry already serves under its tag (pushed there by a Ray job, `--executor ray`).
     """
-    from packager.images.build import image_exists
-
     if client is not None and image_exists(client, local):
         return push_image(client, registry, local, log)
     repository, tag = registry.remote(local)
@@ -224,8 +226,6 @@ def resolve_image(
 
 def dockerfile_images(task_dir: Path) -> list[str]:
     """Every image a FROM line of the task's Dockerfiles names (build stages excluded)."""
-    from packager.images.build import base_images
-
     found: list[str] = []
     for dockerfile in sorted(task_dir.glob("*/Dockerfile")):
         for image in base_images(dockerfile.read_text(encoding="utf-8")):
@@ -253,8 +253,6 @@ def release_task(
     Dockerfiles' FROM lines too (`pins`: image -> digest reference; the grader's base is the
     agent image).
     """
-    from packager.render.harbor import SNAPSHOT_FILE
-
     ignore = shutil.ignore_patterns(SNAPSHOT_FILE, "__pycache__")
     shutil.copytree(task_dir, dest, ignore=ignore, symlinks=True)
     for dockerfile in sorted(dest.glob("*/Dockerfile")):
@@ -468,8 +466,6 @@ def publish(
     log: Callable[[str], None] = lambda _: None,
 ) -> PublishReport:
     """Push, copy and commit the release of `results` (see the module docstring)."""
-    from packager.render.write import swap_into_place, write_text
-
     name = name or paths.dataset
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise PublishError(f"--name {name!r}: a bare dataset name (letters, digits, . _ -)")
@@ -546,8 +542,6 @@ def _stage_tasks(
     """Push each task's images and write its release copy under `staging/tasks`; the published
     tasks and each one's Harbor task name.
     """
-    from packager.render.harbor_dataset import folder_task_name
-
     published: list[PublishedTask] = []
     task_names: dict[str, str] = {}
     for result in chosen:
@@ -576,9 +570,6 @@ def _write_dataset_toml(
     staging: Path, task_names: dict[str, str], name: str, version: str, description: str
 ) -> None:
     """`dataset.toml`: the release's tasks by name with their content digests."""
-    from packager.render.harbor_dataset import task_digest
-    from packager.render.write import write_text
-
     digests = {slug: task_digest(staging / "tasks" / slug) for slug in sorted(task_names)}
     manifest = {
         "schema_version": "1.0",

@@ -28,11 +28,12 @@ from typing import Any
 import tomli_w
 import yaml
 
+from packager.assumptions import SNAPSHOT_MARK, VENV, VENV_TOOLS, conda_derived
 from packager.defaults import BUILD_TIMEOUT_SEC
 from packager.judge.endpoint import HOST_ALIAS, JUDGE_ENV
 from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.models.spec import Environment, TaskSpec
-from packager.render import FileTree, OutFile, naming, render_template, text_file
+from packager.render import TEMPLATES_DIR, FileTree, OutFile, naming, render_template, text_file
 
 JUDGE_START_TIMEOUT = 120
 """Seconds a web app gets to answer HTTP after its start command (a judge task)."""
@@ -177,8 +178,6 @@ def _last_user(dockerfile: str) -> str | None:
 
 
 def _agent_context(spec: TaskSpec) -> FileTree:
-    from packager.assumptions import SNAPSHOT_MARK, VENV, VENV_TOOLS, conda_derived
-
     env = spec.environment
     dockerfile = (env.dockerfile or "").rstrip("\n")
     pip_helper = PIP_HELPER if env.python and _installs_with_pip(env) else None
@@ -238,8 +237,6 @@ def installer_tools(names: tuple[str, ...]) -> list[str]:
     """
     import re
 
-    from packager.assumptions import VENV_TOOLS
-
     return [t for t in VENV_TOOLS if re.split(r"[<>=!~ ]", t, maxsplit=1)[0] in names]
 
 
@@ -252,8 +249,6 @@ packager build offers one (packager.images.wheelhouse), else as plain `pip insta
 @functools.cache
 def pip_helper_source() -> bytes:
     """The pip helper's bytes (read once per process)."""
-    from packager.render import TEMPLATES_DIR
-
     return (TEMPLATES_DIR / "harbor" / "environment" / PIP_HELPER).read_bytes()
 
 

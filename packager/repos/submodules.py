@@ -19,6 +19,7 @@ from pathlib import Path
 from packager.errors import RepoSourceError
 from packager.repos.git import Git
 from packager.repos.names import canonical_repo_name
+from packager.repos.snapshot import write_snapshot_repo
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,6 @@ def write_submodules(
     """Put each chosen submodule at its path in the snapshot work tree `dest`: a repository
     cut at the recorded commit (`write_snapshot_repo`, full history, no tags).
     """
-    from packager.repos.snapshot import write_snapshot_repo
-
     for sub, source in chosen:
         target = dest / sub.path
         if target.is_dir() and not any(target.iterdir()):

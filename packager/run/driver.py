@@ -14,7 +14,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from packager.adapters import Context, detect_schema, row_id, to_spec
+from packager.checks.audit import audit_path, audit_task
+from packager.checks.quality import cached_quality, run_quality, write_quality
+from packager.datasets.recipes import Recipes, parse_base_image_options, read_recipes
+from packager.datasets.sources import iter_rows, open_dataset
+from packager.engines.patch import grade_patch
 from packager.errors import InputError, PackagerError
+from packager.executors import Events, get_executor
+from packager.images import build
+from packager.judge.endpoint import judge_endpoint, missing_judge_env
+from packager.models.spec import TaskResult
+from packager.release.clean import clean, clean_caches, disk_use, human
+from packager.release.publish import Registry, publish, select
+from packager.repos import parse_repo_sources
+from packager.run import store
+from packager.run.materialize import render_selection
+from packager.run.select import Selection
+from packager.run.store import cached_result, read_results, write_result
+from packager.stages.build import BuildOptions, build_task
+from packager.stages.job import Job
+from packager.storage import OutputPaths, cache_root
 
 if TYPE_CHECKING:
     from packager.checks.audit import AuditReport
@@ -91,22 +111,16 @@ class QualityOutcome:
 
 def output_paths(out: Path, dataset: str) -> OutputPaths:
     """The output paths of a dataset (the one place they are made)."""
-    from packager.storage import OutputPaths
-
     return OutputPaths(out, dataset)
 
 
 def connect() -> DockerClient:
     """A client of this machine's Docker engine (made here only), or exit 3."""
-    from packager.images import build
-
     return build.connect()
 
 
 def local_engine_or_none() -> DockerClient | None:
     """The local engine when one answers (the Ray driver pushes base images from it), else None."""
-    from packager.images import build
-
     try:
         return build.connect(timeout=10)
     except PackagerError:
@@ -115,11 +129,6 @@ def local_engine_or_none() -> DockerClient | None:
 
 def open_selection(cfg: SelectionConfig) -> Selection:
     """The rows a configuration selects, its dataset opened and its files read."""
-    from packager.datasets.recipes import Recipes, parse_base_image_options, read_recipes
-    from packager.datasets.sources import open_dataset
-    from packager.repos import parse_repo_sources
-    from packager.run.select import Selection
-
     sources = parse_repo_sources(cfg.repo_source)
     return Selection(
         dataset=open_dataset(cfg.dataset, cfg.split),
@@ -155,10 +164,6 @@ def list_rows(
     """Each row of a dataset as (id, schema, language, where its environment comes from); a row
     that cannot be packaged says why instead (`render` names what is wrong with it).
     """
-    from packager.adapters import Context, detect_schema, row_id, to_spec
-    from packager.datasets.recipes import parse_base_image_options, read_recipes
-    from packager.datasets.sources import iter_rows, open_dataset
-
     ds = open_dataset(dataset, split)
     extra = read_recipes(recipes) if recipes is not None else None
     ctx = Context(
@@ -196,8 +201,6 @@ def render(config: RunConfig, on_task: Callable[[str, Path], None]) -> None:
     """Render the selected rows; each task is reported as it is placed and none is kept
     (flat memory over any row count).
     """
-    from packager.run.materialize import render_selection
-
     render_selection(open_selection(config.selection), config.out, on_task, keep_specs=False)
 
 
@@ -208,9 +211,6 @@ def package(config: RunConfig, display: Display, *, verify: bool = True) -> RunO
     as cached and not run again (unless `force`): a rerun resumes. Ctrl-C stops the workers
     (`executors.Interrupted`); results of finished tasks are kept.
     """
-    from packager.judge.endpoint import judge_endpoint
-    from packager.run.materialize import render_selection
-
     sel = open_selection(config.selection)
     specs = render_selection(sel, config.out)
     with judge_endpoint(config.verify.judge, specs) as judge_env:
@@ -236,9 +236,6 @@ class _Run:
         self.flagged: list[str] = []
 
     def run(self, specs: list[TaskSpec]) -> RunOutcome:
-        from packager.executors import Events
-        from packager.images import build
-
         if self.config.executor.name == "local":
             self.client = connect()
             swept = build.remove_orphan_containers(self.client)
@@ -280,8 +277,6 @@ class _Run:
         """The tasks to run; the others' saved results go into `results`. With Ray the images
         live on the nodes' engines: the saved result alone decides.
         """
-        from packager.run.store import cached_result
-
         verify = self.config.verify
         todo = []
         for spec in specs:
@@ -312,8 +307,6 @@ class _Run:
             self.flagged.append(result.instance_id)
 
     def _record(self, result: TaskResult) -> None:
-        from packager.run.store import write_result
-
         where = write_result(self.paths, result)
         self.results.append(result)
         self.display.recorded(
@@ -321,8 +314,6 @@ class _Run:
         )
 
     def _job(self) -> Job:
-        from packager.stages.job import Job
-
         cfg = self.config
         opts = build_options(cfg, self.sel.mirror_dirs)
         return Job(
@@ -338,9 +329,6 @@ class _Run:
         )
 
     def _executor(self) -> Executor:
-        from packager.executors import get_executor
-        from packager.release.publish import Registry
-
         choice = self.config.executor
         if choice.name == "local":
             return get_executor("local", client=self.client, workers=self.config.build.workers)
@@ -355,14 +343,11 @@ class _Run:
         )
 
     def _report(self) -> Path:
-        from packager.release.clean import disk_use
-        from packager.run.store import write_report
-
         try:
             disk = disk_use(self.client) if self.client is not None else None
         except Exception:  # noqa: BLE001 - a figure for the report, never a reason to fail
             disk = None
-        return write_report(self.paths, disk, config_digest=self.config.digest())
+        return store.write_report(self.paths, disk, config_digest=self.config.digest())
 
 
 def quality_for(
@@ -376,8 +361,6 @@ def quality_for(
     """The quality report of a verified task: the saved one when images, gold patch and
     instruction are unchanged (unless `force`), else a new run; written to results/.
     """
-    from packager.checks.quality import cached_quality, run_quality, write_quality
-
     budget = config.quality.max_ablations
     report = (
         None
@@ -402,9 +385,6 @@ def quality_for(
 
 def check_quality(config: RunConfig, display: Display) -> QualityOutcome:
     """The quality checks of the selected tasks that are verified (the others are skipped)."""
-    from packager.run.materialize import render_selection
-    from packager.run.store import write_report
-
     sel = open_selection(config.selection)
     specs = render_selection(sel, config.out)
     paths = output_paths(config.out, sel.dataset.name)
@@ -421,22 +401,17 @@ def check_quality(config: RunConfig, display: Display) -> QualityOutcome:
         display.quality(report)
         if report.flagged:
             flagged.append(spec.task_id)
-    report_file = write_report(paths, config_digest=config.digest())
+    report_file = store.write_report(paths, config_digest=config.digest())
     return QualityOutcome(len(specs) - len(unverified), flagged, unverified, report_file)
 
 
 def _saved_result(paths: OutputPaths, spec: TaskSpec) -> TaskResult | None:
-    from packager.models.spec import TaskResult
-
     path = paths.result_file(spec.provenance.slug)
     return TaskResult.model_validate_json(path.read_text()) if path.is_file() else None
 
 
 def audit(config: RunConfig) -> Iterator[tuple[TaskSpec, AuditReport, Path]]:
     """Audit each selected task's agent image: (spec, report, where the report went)."""
-    from packager.checks.audit import audit_path, audit_task
-    from packager.run.materialize import render_selection
-
     sel = open_selection(config.selection)
     specs = render_selection(sel, config.out)
     client = connect()
@@ -447,8 +422,6 @@ def audit(config: RunConfig) -> Iterator[tuple[TaskSpec, AuditReport, Path]]:
 
 def build_options(config: RunConfig, mirror_dirs: tuple[str, ...]) -> BuildOptions:
     """The build stage's options from a run's configuration (every command that builds)."""
-    from packager.stages.build import BuildOptions
-
     return BuildOptions(
         timeout_sec=config.build.timeout,
         ca_bundle=config.build.ca_bundle,
@@ -461,12 +434,6 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
     """Grade `config.verify.patch` on its one task (built first): the run's reward, subscores,
     status, reason and log folder. The one `verify --patch` path.
     """
-    from packager.engines.patch import grade_patch
-    from packager.judge.endpoint import judge_endpoint, missing_judge_env
-    from packager.run.materialize import render_selection
-    from packager.run.store import cached_result
-    from packager.stages.build import build_task
-
     patch = config.verify.patch
     assert patch is not None
     sel = open_selection(config.selection)
@@ -512,18 +479,13 @@ def saved_results(
     out: Path, dataset: str | None, split: str
 ) -> tuple[OutputPaths, list[TaskResult]]:
     """The output paths of a dataset and its saved results."""
-    from packager.datasets.sources import open_dataset
-    from packager.run.store import read_results
-
     paths = output_paths(out, open_dataset(dataset, split).name)
     return paths, read_results(paths)
 
 
 def write_report(paths: OutputPaths) -> Path:
     """report.md and report.html of a dataset's saved results."""
-    from packager.run.store import write_report
-
-    return write_report(paths)
+    return store.write_report(paths)
 
 
 def release(
@@ -532,8 +494,6 @@ def release(
     """Publish the saved results of `ids` (all when empty): with the local executor from this
     machine's engine, with Ray from the registry the jobs pushed to (and the engine if any).
     """
-    from packager.release.publish import Registry, publish, select
-
     where = Registry.parse(config.registry)
     paths, results = saved_results(out, dataset, split)
     chosen = select(results, ids, paths.base / "results")
@@ -552,8 +512,6 @@ def clean_engine(
     derived caches); the report and the disk use left (before it, with `dry_run`).
     """
     keep_newest, task, dry_run = config.keep_newest, config.task, config.dry_run
-    from packager.release.clean import clean, clean_caches, disk_use, human
-    from packager.storage import cache_root
 
     client = connect()
     before = disk_use(client)

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from packager.adapters import Context, to_spec
 from packager.errors import PackagerError
 from packager.models.spec import TaskSpec
+from packager.render.harbor import make_harbor_task, task_name
+from packager.render.harbor_dataset import content_digest, write_harbor_dataset
+from packager.render.hud import make_hud_files
+from packager.render.write import Staging
 from packager.run.resolve import resolve_spec
 from packager.run.select import RowScan, Selection
 from packager.storage import OutputPaths
@@ -62,10 +66,6 @@ class _TaskStager:
         return (spec if self.keep_specs else None), self.stage(spec)
 
     def stage(self, spec: TaskSpec) -> _TaskRecord:
-        from packager.render.harbor import make_harbor_task, task_name
-        from packager.render.harbor_dataset import content_digest
-        from packager.render.hud import make_hud_files
-
         task = make_harbor_task(spec)
         slug = spec.provenance.slug
         hud = make_hud_files(
@@ -184,9 +184,6 @@ def render_selection(
     in dataset order, and `on_task(instance_id, task_dir)` is called. Returns the written
     specs in order; with `keep_specs=False` none (memory stays flat over any number of rows).
     """
-    from packager.render.harbor_dataset import write_harbor_dataset
-    from packager.render.write import Staging
-
     written: list[TaskSpec] = []
     paths = OutputPaths(out, sel.dataset.name)
     staged: list[tuple[str, str]] = []

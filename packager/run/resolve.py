@@ -8,8 +8,19 @@ import os
 import re
 from pathlib import Path
 
+from packager import assumptions as A
+from packager import repos
+from packager.checks.webapp import detect_start
+from packager.datasets.conda import CondaError, from_environment_yml
+from packager.datasets.harness_specs import replacements
 from packager.errors import RepoSourceError, RowError
+from packager.images.timemachine import exact_pins, raised_for_pins
+from packager.images.wheeltags import moved_pins
+from packager.models.app import AppStart
 from packager.models.spec import Environment, Grading, TaskSpec
+from packager.repos.objects import base_only_commit_sha
+from packager.repos.read import commit_date, list_files, read_file, tree_sha
+from packager.stamps import as_stamp
 
 
 def resolve_spec(
@@ -33,8 +44,6 @@ def _pins_follow_python(spec: TaskSpec) -> TaskSpec:
     asked = spec.provenance.metadata.get("python_requested")
     if env.python is None or not isinstance(asked, str) or asked == env.python:
         return spec
-    from packager.images.timemachine import exact_pins
-    from packager.images.wheeltags import moved_pins
 
     texts = {n: d.decode("utf-8", "replace") for n, d in env.requirements.items()}
     lines = [*env.pip_packages, *(line for t in texts.values() for line in t.splitlines())]
@@ -79,7 +88,6 @@ def _pins_win(spec: TaskSpec) -> TaskSpec:
     env = spec.environment
     if env.as_of is None:
         return spec
-    from packager.images.timemachine import exact_pins, raised_for_pins
 
     lines = list(env.pip_packages)
     for _, data in sorted(env.requirements.items()):
@@ -99,8 +107,6 @@ def _pins_win(spec: TaskSpec) -> TaskSpec:
 def _resolve_from_source(
     spec: TaskSpec, repo_sources: dict[str, str], mirror_dirs: tuple[str, ...]
 ) -> TaskSpec:
-    from packager import repos
-
     name = spec.repo.name
     env = spec.environment
     needs_source = bool(
@@ -137,9 +143,6 @@ def _resolve_from_source(
     if env.requirements_paths or env.conda_env_paths:
         update["environment"] = _read_recipe_files(spec, git_dir)
     if spec.repo.history == "base-only":
-        from packager.repos.objects import base_only_commit_sha
-        from packager.repos.read import tree_sha
-
         tree = tree_sha(git_dir, spec.repo.base_commit)
         if tree is None:
             raise RowError(spec.task_id, "base_commit", "cannot read its tree in the repo source")
@@ -156,9 +159,6 @@ def _dated_by_commit(spec: TaskSpec, git_dir: Path) -> TaskSpec:
     """`--as-of setup-commit`: the environment resolves as of the committer date of the commit
     the adapter named (`as_of_commit`), recorded as `resolved_as_of`.
     """
-    from packager.repos.read import commit_date
-    from packager.stamps import as_stamp
-
     env = spec.environment
     assert env.as_of_commit is not None
     when = commit_date(git_dir, env.as_of_commit)
@@ -185,10 +185,6 @@ def _read_recipe_files(spec: TaskSpec, git_dir: Path) -> Environment:
     exists, `-r` includes inlined, lines that install the repository itself dropped, yanked
     names replaced; an environment.yml becomes pip requirements (packager.datasets.conda).
     """
-    from packager import assumptions as A
-    from packager.datasets.conda import CondaError, from_environment_yml
-    from packager.repos.read import read_file
-
     env = spec.environment
     commit = env.source_commit or spec.repo.base_commit
 
@@ -248,8 +244,6 @@ def replace_yanked(lines: list[str]) -> list[str]:
     """
     import re
 
-    from packager.datasets.harness_specs import replacements
-
     out = []
     for line in lines:
         for old, new in replacements():
@@ -265,11 +259,6 @@ def _web_app(spec: TaskSpec, git_dir: Path) -> tuple[Grading, Environment]:
     top-level files) and the runtimes its image needs.
     """
     import json as _json
-
-    from packager import assumptions as A
-    from packager.checks.webapp import detect_start
-    from packager.models.app import AppStart
-    from packager.repos.read import list_files, read_file
 
     top = [p for p in list_files(git_dir, spec.repo.base_commit) if "/" not in p]
     files = {p: read_file(git_dir, spec.repo.base_commit, p) or b"" for p in top}

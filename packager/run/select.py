@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from packager.adapters import Context, row_id, to_spec
+from packager.adapters import Context, detect_schema, row_id, to_spec
 from packager.datasets.recipes import Recipes
 from packager.datasets.sources import DatasetSource, iter_rows
 from packager.errors import PackagerError, RowError, UnknownTasksError
+from packager.images.bases import can_pull
 from packager.models.spec import TaskSpec
 from packager.registry import GraderNetwork, Prebuilt, Prompt
 
@@ -98,8 +99,6 @@ def _engine_can_pull(name: str) -> bool:
     try:
         import docker
 
-        from packager.images.bases import can_pull
-
         return can_pull(docker.from_env(timeout=10), name)
     except Exception:  # noqa: BLE001 - no engine: nothing can be pulled
         return False
@@ -182,8 +181,6 @@ def _other_schema(row: Mapping[str, Any], schema: str) -> bool:
     """Whether detection puts the row under another schema (undetectable rows are read as
     `schema`, which is what --schema is for).
     """
-    from packager.adapters import detect_schema
-
     try:
         return detect_schema(row) != schema
     except RowError:

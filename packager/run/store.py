@@ -8,6 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packager.checks.quality import read_quality
+from packager.images import build
+from packager.models.spec import TaskResult
+from packager.release.clean import human
+from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
+from packager.render.write import write_json, write_text
+from packager.stages.build import image_tags
 from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
@@ -23,9 +30,6 @@ def write_result(paths: OutputPaths, result: TaskResult) -> Path:
     to results/<task>.error.json. Any other result replaces results/<task>.json and removes a
     stale error file.
     """
-    from packager.models.spec import TaskResult
-    from packager.render.write import write_json
-
     target = paths.result_file(result.task)
     if result.status == "infra_error" and target.is_file():
         try:
@@ -54,9 +58,6 @@ def cached_result(
     With a client, the images must also still be the ones verified (same ids) and the agent
     image's base images unchanged since it was built.
     """
-    from packager.models.spec import TaskResult
-    from packager.stages.build import image_tags
-
     target = paths.result_file(spec.provenance.slug)
     if not target.is_file():
         return None
@@ -74,8 +75,6 @@ def cached_result(
     ):
         return None
     if client is not None and previous.image_ids:
-        from packager.images import build
-
         try:
             current = {k: client.images.get(v).id for k, v in previous.images.items()}
             dockerfile = paths.task_dir(spec.provenance.slug) / "environment" / "Dockerfile"
@@ -91,8 +90,6 @@ def cached_result(
 
 def read_results(paths: OutputPaths) -> list[TaskResult]:
     """Every results/<task>.json of a dataset, sorted by task."""
-    from packager.models.spec import TaskResult
-
     folder = paths.base / "results"
     if not folder.is_dir():
         return []
@@ -110,10 +107,6 @@ def write_report(
     task) from every result of the dataset, with `disk`: the tool's Docker disk use, and the
     digest of the run's configuration (`RunConfig.digest`) when given.
     """
-    from packager.checks.quality import read_quality
-    from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
-    from packager.render.write import write_text
-
     results = read_results(paths)
     text = make_markdown(paths.dataset, results)
     quality: list[QualityRow] = []
@@ -127,8 +120,6 @@ def write_report(
         quality.append((result.instance_id, covered, uncovered, leaks or "no"))
     text += quality_markdown(quality)
     if disk is not None:
-        from packager.release.clean import human
-
         text += (
             f"\nDocker disk use of packager images: {disk['images']} images, "
             f"{human(disk['size_bytes'])} ({human(disk['unique_bytes'])} not shared).\n"

@@ -13,10 +13,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from packager import repos
+from packager.datasets.registries import first_need
 from packager.defaults import BUILD_TIMEOUT_SEC
-from packager.errors import RowError
+from packager.errors import BuildError, RepoSourceError, RowError
+from packager.images import build, flatten, wheelhouse
+from packager.images.failures import explain
+from packager.images.flatten import LABEL_FLAT_BASE, flatten_image
+from packager.images.judge_build import ensure_judge_image
 from packager.models.spec import TaskSpec
-from packager.stages.environment import ensure_environment
+from packager.render.harbor import SNAPSHOT_FILE, make_harbor_task
+from packager.repos.git import Git
+from packager.repos.read import read_file
+from packager.repos.sources import RepoSource, RepoSources
+from packager.repos.stored import write_snapshot
+from packager.repos.submodules import resolve_submodules
+from packager.stages.environment import dropped_in_log, dropped_packages, ensure_environment
 from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
@@ -43,8 +55,6 @@ def image_tags(spec: TaskSpec) -> ImageTags:
     """The spec's image tags. It renders the task tree: compute them once per task and pass
     them on.
     """
-    from packager.render.harbor import make_harbor_task
-
     task = make_harbor_task(spec)
     return ImageTags(task.agent_image, task.grader_image)
 
@@ -116,8 +126,6 @@ class BuildOutcome:
         with the spec key it came from: recorded per environment image, so a task built on an
         image another task built reports them too.
         """
-        from packager.stages.environment import dropped_in_log, dropped_packages
-
         if self.environment_image is not None:
             return dropped_packages(self.environment_image)
         if self.agent.built and self.agent.log:  # no environment image: its own log says
@@ -160,9 +168,6 @@ def _flat_base(
     remove, so the agent image is built FROM a copy of its file system in one layer, without
     the workdir's .git (docs/datasets.md).
     """
-    from packager.errors import BuildError
-    from packager.images import build, flatten
-
     if not spec.environment.prebuilt:
         return None
     published = build.first_from(dockerfile_text)
@@ -203,8 +208,6 @@ class _AgentPlan:
 
     def ensure_flat(self) -> None:
         """Flatten the published image (once; it returns at once when the flat image exists)."""
-        from packager.images.flatten import flatten_image
-
         assert self.flat is not None
         self.flattened = self.flattened or flatten_image(
             self.client,
@@ -215,8 +218,6 @@ class _AgentPlan:
         )
 
     def check_bases(self, dockerfile: str) -> None:
-        from packager.images import build
-
         build.check_base_images(
             self.client,
             dockerfile,
@@ -232,9 +233,6 @@ def _plan_agent(
     """The agent image's plan: its flat base, the CA image standing in for its first base, the
     ids of its bases and whether the existing image is stale.
     """
-    from packager.images import build
-    from packager.images.flatten import LABEL_FLAT_BASE
-
     slug = spec.provenance.slug
     logs = paths.log_dir(slug)
     label = f"{spec.provenance.dataset}/{slug}"
@@ -305,11 +303,6 @@ def _write_snapshot(
     """
     import time
 
-    from packager import repos
-    from packager.errors import RepoSourceError
-    from packager.render.harbor import SNAPSHOT_FILE
-    from packager.repos.stored import write_snapshot
-
     started = time.monotonic()
     slug = spec.provenance.slug
     git_dir = None
@@ -364,9 +357,6 @@ def _build_agent(
     """Snapshot the repository, then build the environment (when this task must) and the agent
     image; returns the agent's build and the environment's when this task built it.
     """
-    from packager.images import build, wheelhouse
-    from packager.render.harbor import SNAPSHOT_FILE
-
     plan.snapshot_seconds = _write_snapshot(spec, paths, repo_sources, plan.opts)
     own_context = paths.task_dir(spec.provenance.slug) / "environment"
     context = own_context
@@ -425,11 +415,7 @@ def _build_grader(
     client: DockerClient, spec: TaskSpec, paths: OutputPaths, plan: _AgentPlan, tag: str
 ) -> ImageBuild:
     """The grader image (and the browser judge's image it starts FROM, for a judge task)."""
-    from packager.images import build, wheelhouse
-
     if spec.grading.rule == "judge" and (plan.rebuild or not build.image_exists(client, tag)):
-        from packager.images.judge_build import ensure_judge_image
-
         ensure_judge_image(client, plan.logs)
     grader = build.build_image(
         client,
@@ -455,8 +441,6 @@ def _build_grader(
 
 def _flattening(client: DockerClient, plan: _AgentPlan) -> Flattening | None:
     """The agent image's flat base (it carries that label: built now, or checked above)."""
-    from packager.images import build
-
     if plan.flat is None:
         return None
     done = plan.flattened
@@ -484,8 +468,6 @@ def build_task(
     """Snapshot the repository into the agent context, then build agent and grader images
     (`tags`: the spec's, when the caller has them already).
     """
-    from packager.images import build
-
     tags = tags or image_tags(spec)
     _check_registries(spec, repo_sources, opts)
     plan = _plan_agent(client, spec, paths, opts, tags.agent)
@@ -515,9 +497,6 @@ def _submodule_resolver(
     """A submodule's URL -> the git directory of the repository source holding it (an
     explicit `--repo-source` or a folder of mirrors; never its URL: builds cannot reach it).
     """
-    from packager import repos
-    from packager.repos.sources import RepoSource, RepoSources
-
     sources = RepoSources(dict(repo_sources), tuple(opts.mirror_dirs))
 
     def resolve(url: str) -> Path | None:
@@ -540,12 +519,6 @@ def _check_registries(spec: TaskSpec, repo_sources: dict[str, str], opts: BuildO
     fetches = _fetches_submodules(spec)
     if spec.repo.files is not None or (env.toolchain is None and not fetches):
         return
-    from packager import repos
-    from packager.datasets.registries import first_need
-    from packager.errors import BuildError, RepoSourceError
-    from packager.repos.git import Git
-    from packager.repos.read import read_file
-    from packager.repos.submodules import resolve_submodules
 
     git_dir = repos.git_dir_for(
         repos.source_for(spec.repo.name, repo_sources, mirror_dirs=opts.mirror_dirs)
@@ -571,8 +544,6 @@ def build_failure_reason(exc: BuildError, spec: TaskSpec) -> str:
     """A build error's text, followed by the environment step that failed (with the package
     and the step's last lines) when the agent image's log shows it.
     """
-    from packager.images.failures import explain
-
     log_path = exc.log_path
     if log_path is None or log_path.name not in BUILD_LOGS or not log_path.is_file():
         return str(exc)

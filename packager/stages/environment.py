@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packager.errors import BuildError
+from packager.images import build, wheelhouse
+from packager.images.build import RUN_ID
+from packager.images.failures import requirements_step
 from packager.images.locks import machine_lock
+from packager.images.tar import make_tar
+from packager.images.wheelhouse import DROPPED
+from packager.render.write import write_json
 from packager.storage import ENVIRONMENTS, LOCKS
 
 if TYPE_CHECKING:
@@ -116,9 +122,6 @@ def ensure_environment(
     build it once, the second waiting for the first. None when the Dockerfile adds no
     snapshot; else the environment image's build (`built` False when it was there).
     """
-    from packager.images import build, wheelhouse
-    from packager.images.tar import make_tar
-
     head = _environment_dockerfile((context / "Dockerfile").read_text(), snapshot_file)
     if head is None:
         return None
@@ -158,9 +161,6 @@ def _dropped_file(tag: str) -> Path:
 
 def dropped_in_log(text: str) -> list[str]:
     """What a build log says the pip helper dropped: `requirement (spec key)` each, in order."""
-    from packager.images.failures import requirements_step
-    from packager.images.wheelhouse import DROPPED
-
     found = []
     for line in text.splitlines():
         at = line.find(DROPPED)
@@ -179,8 +179,6 @@ def record_dropped(tag: str, log_path: Path) -> list[str]:
     from its log): every task later built on that image reports it, not only the one that
     built it.
     """
-    from packager.render.write import write_json
-
     dropped = dropped_in_log(log_path.read_text(encoding="utf-8", errors="replace"))
     write_json(_dropped_file(tag), dropped)
     return dropped
@@ -207,9 +205,6 @@ def _record_failure(key: str, exc: BuildError) -> None:
     """Remember, beside the environment's lock, that its build failed in this run (`RUN_ID`):
     the run's other rows sharing it then fail at once with this row's log and reason.
     """
-    from packager.images.build import RUN_ID
-    from packager.render.write import write_json
-
     log = str(exc.log_path) if exc.log_path else None
     write_json(
         _failure_file(key), {"run": RUN_ID, "task": exc.task, "reason": exc.reason, "log": log}
@@ -221,8 +216,6 @@ def _failed_this_run(key: str, task: str, tag: str) -> BuildError | None:
     under its lock); None when it did not, or failed in another run (a rerun tries again).
     """
     import json
-
-    from packager.images.build import RUN_ID
 
     try:
         record = json.loads(_failure_file(key).read_text())

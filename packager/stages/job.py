@@ -11,9 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from packager.engines import DEFAULT_ENVIRONMENT
-from packager.errors import RowError
-from packager.models.spec import TaskSpec
+from packager.checks.audit import AuditError, audit_path, audit_task
+from packager.checks.webapp import check_app_answers
+from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest, get_engine
+from packager.errors import BuildError, PackagerError, RepoSourceError, RowError, RunError
+from packager.images.build import Cancelled, check_cancelled
+from packager.judge.endpoint import missing_judge_env
+from packager.models.app import AppStart
+from packager.models.spec import TaskResult, TaskSpec
 from packager.stages.build import (
     BuildOptions,
     BuildOutcome,
@@ -75,8 +80,6 @@ class _Finish:
     environment: dict[str, str]
 
     def __call__(self, status: Status, reason: str | None = None) -> TaskResult:
-        from packager.models.spec import TaskResult
-
         return TaskResult(
             **self.base,
             status=status,
@@ -138,8 +141,6 @@ class TaskJob:
 
     def __call__(self, spec: TaskSpec) -> TaskResult:
         """The task's final result: built, then verified unless the job only builds."""
-        from packager.models.spec import TaskResult
-
         staged = self.build(spec)
         if isinstance(staged, TaskResult):
             return staged
@@ -149,9 +150,6 @@ class TaskJob:
         """Build and audit one task (and prove a web app answers): its final result when it
         ends here (build_failed, leak, needs_judge, ...), else what its runs need.
         """
-        from packager.images.build import check_cancelled
-        from packager.models.spec import TaskResult
-
         check_cancelled()
         started = time.monotonic()
         built = self._build_images(spec)
@@ -202,8 +200,6 @@ class TaskJob:
         """The result of a task whose images could not be built. A build that failed because the
         machine's disk filled up is an infrastructure fault, not the row's (infra_error).
         """
-        from packager.models.spec import TaskResult
-
         if status == "build_failed" and any(said in reason.lower() for said in DISK_FULL):
             status, reason = "infra_error", f"the machine's disk is full: {reason}"
 
@@ -217,9 +213,6 @@ class TaskJob:
 
     def _build_images(self, spec: TaskSpec) -> BuildOutcome | TaskResult:
         """The task's images, or its result when they could not be built."""
-        from packager.errors import BuildError, PackagerError, RepoSourceError
-        from packager.images.build import Cancelled
-
         job, slug = self.job, spec.provenance.slug
         try:
             tags: ImageTags = image_tags(spec)
@@ -263,8 +256,6 @@ class TaskJob:
         """Audit the agent image, then check a web app answers: the task's result when it
         ends here (infra_error, leak, needs_judge), else `staged` with their seconds and logs.
         """
-        from packager.checks.audit import AuditError, audit_path, audit_task
-
         spec, paths = staged.spec, self.job.paths
         try:
             audit = audit_task(self.client, spec, paths, agent_tag)
@@ -282,11 +273,6 @@ class TaskJob:
         """Prove a judged web app starts and answers HTTP; without a judge model to verify it
         with, the task ends at `needs_judge`.
         """
-        from packager.checks.webapp import check_app_answers
-        from packager.errors import RunError
-        from packager.judge.endpoint import missing_judge_env
-        from packager.models.app import AppStart
-
         spec, slug = staged.spec, staged.spec.provenance.slug
         g = spec.grading
         assert g.app_start is not None and g.app_port is not None
@@ -337,10 +323,6 @@ def run_stage(
     An unknown engine, or an environment type the engine cannot use, raises InputError before
     anything runs: that is the command line's fault, not the task's.
     """
-    from packager.engines import VerifyRequest, get_engine
-    from packager.errors import PackagerError
-    from packager.images.build import Cancelled, check_cancelled
-
     spec, finish = staged.spec, staged.finish
     check_cancelled()
     runner = get_engine(engine, environment=harbor_env)

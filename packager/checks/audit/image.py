@@ -42,6 +42,7 @@ from packager.checks.audit.git import (
 from packager.checks.audit.index import (
     IndexBuilder,
     LayerIndex,
+    clean_name,
     index_dir,
     index_root,
     line_hash,
@@ -54,7 +55,6 @@ from packager.checks.audit.layers import (
     Candidate,
     Layer,
     Scan,
-    clean_name,
     describe,
     export_layers,
     index_chunks,

@@ -20,6 +20,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -29,7 +30,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO
 
 from packager.checks.audit.evidence import is_binary, norm_lines, sha256_hex
@@ -52,6 +53,34 @@ _GIT_META = (
     "objects/info/alternates",
     "objects/info/http-alternates",
 )
+
+
+OBJ_RE = re.compile(
+    r"^(?P<store>(?:.*/)?objects)/(?P<rest>[0-9a-f]{2}/[0-9a-f]{38}|pack/pack-[0-9a-f]+\.(?:pack|idx))$"
+)
+
+
+def clean_name(name: str) -> str:
+    """A tar member's name without leading `./` and surrounding slashes."""
+    while name.startswith("./"):
+        name = name[2:]
+    return name.strip("/")
+
+
+def whiteout(name: str, deleted: set[str], opaque: set[str]) -> bool:
+    """Note a whiteout or opaque marker; whether `name` was one."""
+    if not name.rpartition("/")[2].startswith(".wh."):
+        return False
+    base = PurePosixPath(name).name
+    parent = str(PurePosixPath(name).parent)
+    if base == ".wh..wh..opq":
+        opaque.add("/" + parent if parent != "." else "/")
+        return True
+    if base.startswith(".wh."):
+        gone = base[4:]
+        deleted.add("/" + (f"{parent}/{gone}" if parent != "." else gone))
+        return True
+    return False
 
 
 def code_digest() -> bytes:
@@ -189,8 +218,6 @@ class IndexBuilder:
 
     def read_tar(self, fh: IO[bytes]) -> None:
         """Index every member of the layer tar `fh` (a stream)."""
-        from packager.checks.audit.layers import OBJ_RE, clean_name, whiteout
-
         with tarfile.open(fileobj=fh, mode="r|*") as tar:
             for member in tar:
                 name = clean_name(member.name)

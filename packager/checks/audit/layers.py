@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import re
 import tarfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,14 +17,16 @@ from pathlib import PurePosixPath
 from typing import IO, Any
 
 from packager.checks.audit.evidence import Secrets, is_binary, norm_lines, sha256_hex
-from packager.checks.audit.index import MAX_LINE_SCAN, IndexBuilder, LayerIndex, layer_view
+from packager.checks.audit.index import (
+    MAX_LINE_SCAN,
+    IndexBuilder,
+    LayerIndex,
+    clean_name,
+    layer_view,
+)
 
 MAX_SMALL_FILE = 16 * 1024 * 1024
 """Members of the saved image (manifest, config) above this size are not kept."""
-
-OBJ_RE = re.compile(
-    r"^(?P<store>(?:.*/)?objects)/(?P<rest>[0-9a-f]{2}/[0-9a-f]{38}|pack/pack-[0-9a-f]+\.(?:pack|idx))$"
-)
 
 
 class _ChunkReader(io.RawIOBase):
@@ -123,29 +124,6 @@ class Scan:
 def chunk_stream(chunks: Iterator[bytes]) -> IO[bytes]:
     """A buffered binary stream over an iterator of byte chunks."""
     return io.BufferedReader(_ChunkReader(chunks), 1 << 20)
-
-
-def clean_name(name: str) -> str:
-    """A tar member's name without leading `./` and surrounding slashes."""
-    while name.startswith("./"):
-        name = name[2:]
-    return name.strip("/")
-
-
-def whiteout(name: str, deleted: set[str], opaque: set[str]) -> bool:
-    """Note a whiteout or opaque marker; whether `name` was one."""
-    if not name.rpartition("/")[2].startswith(".wh."):
-        return False
-    base = PurePosixPath(name).name
-    parent = str(PurePosixPath(name).parent)
-    if base == ".wh..wh..opq":
-        opaque.add("/" + parent if parent != "." else "/")
-        return True
-    if base.startswith(".wh."):
-        gone = base[4:]
-        deleted.add("/" + (f"{parent}/{gone}" if parent != "." else gone))
-        return True
-    return False
 
 
 class HashingReader(io.RawIOBase):

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from packager.checks.audit.image import audit_image
 from packager.checks.audit.index import code_digest
 from packager.checks.audit.report import AuditReport
+from packager.render.harbor import make_harbor_task
+from packager.render.write import write_json
 from packager.storage import AUDITS
 
 if TYPE_CHECKING:
@@ -75,9 +77,6 @@ def audit_task(
     audited again, so its findings are always those of this audit code.
     """
     import docker.errors
-
-    from packager.render.harbor import make_harbor_task
-    from packager.render.write import write_json
 
     tag = tag or make_harbor_task(spec).agent_image
     target = audit_path(paths, spec.provenance.slug)

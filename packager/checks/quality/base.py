@@ -11,9 +11,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packager import repos
 from packager.checks.quality.leaks import _IDENT
 from packager.errors import PackagerError
 from packager.repos.git import run_git
+from packager.repos.read import list_files
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskSpec
@@ -35,8 +37,6 @@ def base_tree_names(git_dir: Path, commit: str) -> Callable[[str], bool]:
     folder or file name) of the commit's tree, or occurs in one of its files (`git grep`, as a
     whole word when it is a name). Answers are cached per text.
     """
-    from packager.repos.read import list_files
-
     paths = list_files(git_dir, commit)
 
     @lru_cache(maxsize=1024)
@@ -84,7 +84,6 @@ def base_lookup(
     """
     if spec.repo.files is not None:
         return files_names(spec.repo.files)
-    from packager import repos
 
     source = repos.source_for(spec.repo.name, dict(repo_sources), mirror_dirs=tuple(mirror_dirs))
     return base_tree_names(repos.git_dir_for(source), spec.repo.base_commit)

@@ -15,6 +15,7 @@ from pydantic import Field
 from packager.checks.quality.ablation import MAX_ABLATIONS_DEFAULT
 from packager.checks.quality.leaks import Leak
 from packager.models.spec import Frozen
+from packager.render.write import write_json
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskSpec
@@ -120,8 +121,6 @@ def quality_path(paths: OutputPaths, slug: str) -> Path:
 
 def write_quality(paths: OutputPaths, report: QualityReport) -> Path:
     """Write the report atomically to `quality_path`; returns the path."""
-    from packager.render.write import write_json
-
     target = quality_path(paths, report.task)
     write_json(target, report.model_dump(mode="json"))
     return target

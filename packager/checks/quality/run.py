@@ -205,6 +205,7 @@ def _wait_for_removals() -> None:
     """The ablations' containers, removed in the background while the next one ran, are all
     gone before the report is written.
     """
+    # heavy: the engines' container runner loads the Docker SDK (only after runs happened)
     from packager.engines.containers import wait_for_removals
 
     wait_for_removals()
