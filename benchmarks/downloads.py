@@ -48,8 +48,8 @@ from packager.datasets.sources import open_dataset  # noqa: E402
 from packager.images import build, wheelhouse  # noqa: E402
 from packager.images.hud_build import host_ca_bundle  # noqa: E402
 from packager.render.harbor import SNAPSHOT_FILE, make_harbor_task  # noqa: E402
-from packager.run.environment import ensure_environment  # noqa: E402
 from packager.run.select import Selection, iter_specs  # noqa: E402
+from packager.stages.environment import ensure_environment  # noqa: E402
 
 PACKAGES = (
     "numpy==1.26.4",

@@ -1,6 +1,6 @@
 """Local engine vs Harbor: wall time of one oracle run of each gradeable sample task.
 
-One local-engine run (`packager.run.patch.grade_patch` of the oracle: agent container, collect,
+One local-engine run (`packager.engines.patch.grade_patch` of the oracle: agent container, collect,
 fresh grader container) and one `harbor run -p TASK -a oracle` trial (prebuilt images, compose,
 separate verifier), measured alternately (local, harbor, local, harbor, ...) for ROUNDS rounds
 in one run, because machines are noisy. Prints the medians and their ratio (target: Harbor at
@@ -46,11 +46,19 @@ def serve(code: Path, commands: TextIO, answers: TextIO) -> int:
     """The worker: one local oracle run per line `TASK ROUND`, answering `SECONDS REWARD`."""
     sys.path.insert(0, str(code))
     from packager.datasets.sources import open_dataset
+
+    try:
+        from packager.engines.patch import grade_patch
+    except ImportError:  # a checkout from before packager/engines/patch.py (--compare)
+        from packager.run.patch import grade_patch  # type: ignore[no-redef]
     from packager.images.build import connect
     from packager.render.harbor import make_harbor_task
-    from packager.run.patch import grade_patch
     from packager.run.select import Selection, iter_specs
-    from packager.run.store import OutputPaths
+
+    try:
+        from packager.storage import OutputPaths
+    except ImportError:  # a checkout from before packager/storage.py (--compare)
+        from packager.run.store import OutputPaths  # type: ignore[no-redef]
 
     out = _build(code)
     client = connect()
@@ -90,7 +98,11 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from packager.engines.harbor import read_trials, run_jobs, task_job
-    from packager.run.store import OutputPaths
+
+    try:
+        from packager.storage import OutputPaths
+    except ImportError:  # a checkout from before packager/storage.py (--compare)
+        from packager.run.store import OutputPaths  # type: ignore[no-redef]
 
     out = _build(ROOT)
     paths = OutputPaths(out, "samples")

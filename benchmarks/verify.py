@@ -1,4 +1,4 @@
-"""Overhead of the local engine: one full nop run (`packager.run.patch.grade_patch`: agent
+"""Overhead of the local engine: one full nop run (`packager.engines.patch.grade_patch`: agent
 container, collect, fresh grader container, grading runtime) next to the raw test command alone
 in the same grader image.
 
@@ -66,7 +66,11 @@ def serve(code: Path, commands: TextIO, answers: TextIO) -> int:
     from packager.datasets.sources import open_dataset
     from packager.images.build import connect
     from packager.run.select import Selection, iter_specs
-    from packager.run.store import OutputPaths
+
+    try:
+        from packager.storage import OutputPaths
+    except ImportError:  # a checkout from before packager/storage.py (--compare)
+        from packager.run.store import OutputPaths  # type: ignore[no-redef]
 
     out = code / "build" / "bench"
     subprocess.run(
@@ -88,8 +92,11 @@ def serve(code: Path, commands: TextIO, answers: TextIO) -> int:
 
 
 def _time_task(client: Any, spec: Any, paths: Any, out: Path, index: int) -> tuple[float, float]:
+    try:
+        from packager.engines.patch import grade_patch
+    except ImportError:  # a checkout from before packager/engines/patch.py (--compare)
+        from packager.run.patch import grade_patch  # type: ignore[no-redef]
     from packager.render.harbor import make_harbor_task
-    from packager.run.patch import grade_patch
 
     task = make_harbor_task(spec)
     slug = spec.provenance.slug

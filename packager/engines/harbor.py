@@ -36,7 +36,7 @@ from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
 from packager.engines.containers import excerpt, judge_record, make_result
 from packager.engines.excerpts import run_evidence
 from packager.errors import EngineUnavailableError, InputError, RunError
-from packager.images.build import RUN_ID
+from packager.images import build
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
 from packager.render import naming
@@ -147,7 +147,7 @@ def harbor_env(run_id: str | None = None) -> dict[str, str]:
         "HARBOR_TELEMETRY": "0",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "COLUMNS": "200",
-        RUN_ID_VARIABLE: run_id or RUN_ID,
+        RUN_ID_VARIABLE: run_id or build.RUN_ID,
     }
     config = docker_config_dir()
     if config is not None:
@@ -456,7 +456,7 @@ def task_job(
 def _task_labels(spec: TaskSpec) -> dict[str, str]:
     return {
         naming.LABEL_TOOL: "packager",
-        naming.LABEL_RUN: RUN_ID,
+        naming.LABEL_RUN: build.RUN_ID,
         naming.LABEL_TASK: f"{spec.provenance.dataset}/{spec.provenance.slug}",
     }
 
@@ -587,7 +587,7 @@ def run_dataset(
         cwd=base,
         log_path=jobs_root / f"{agent}.log",
         timeout_sec=timeout_sec,
-        cleanup_labels={"packager.tool": "packager", "packager.run": RUN_ID},
+        cleanup_labels={"packager.tool": "packager", "packager.run": build.RUN_ID},
     )
     code = run_jobs([job], label=f"{paths.dataset}@{version}")[0]
     trials = read_trials(job.job_dir)

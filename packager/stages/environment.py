@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from packager.errors import BuildError
 from packager.images import build, wheelhouse
-from packager.images.build import RUN_ID
 from packager.images.failures import requirements_step
 from packager.images.locks import machine_lock
 from packager.images.tar import make_tar
@@ -207,7 +206,8 @@ def _record_failure(key: str, exc: BuildError) -> None:
     """
     log = str(exc.log_path) if exc.log_path else None
     write_json(
-        _failure_file(key), {"run": RUN_ID, "task": exc.task, "reason": exc.reason, "log": log}
+        _failure_file(key),
+        {"run": build.RUN_ID, "task": exc.task, "reason": exc.reason, "log": log},
     )
 
 
@@ -221,7 +221,7 @@ def _failed_this_run(key: str, task: str, tag: str) -> BuildError | None:
         record = json.loads(_failure_file(key).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("run") != RUN_ID:
+    if not isinstance(record, dict) or record.get("run") != build.RUN_ID:
         return None
     log = Path(record["log"]) if record.get("log") else None
     reason = (

@@ -54,3 +54,23 @@ def test_imports_inside_functions_are_few_and_say_why() -> None:
         if not comment and not (shares and found[i - 1][1] == line - 1):
             uncommented.append(where)
     assert uncommented == []
+
+
+def test_no_module_binds_a_global_another_module_reassigns() -> None:
+    """`module.NAME = ...` somewhere (a Ray worker takes the driver's run id) means every reader
+    must look it up as `module.NAME` when used: a `from module import NAME` keeps the old value.
+    """
+    reassigned: set[str] = set()
+    imported: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "packager").rglob("*.py")):
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr.isupper():
+                        reassigned.add(target.attr)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("packager"):
+                for alias in node.names:
+                    imported.setdefault(alias.name, []).append(where)
+    assert "RUN_ID" in reassigned  # the scan sees the Ray worker's assignment
+    assert {name: imported[name] for name in reassigned if name in imported} == {}
