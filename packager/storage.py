@@ -62,6 +62,13 @@ CACHE_FOLDERS: tuple[CacheFolder, ...] = (
 """Every folder of the machine cache; `clean --caches` empties the derived ones, in this order."""
 
 
+ERROR_SUFFIX = ".error.json"
+AUDIT_SUFFIX = ".audit.json"
+QUALITY_SUFFIX = ".quality.json"
+REPORT_SUFFIXES = (AUDIT_SUFFIX, ERROR_SUFFIX, QUALITY_SUFFIX)
+"""Files beside results/<task>.json that are not a task's result."""
+
+
 @dataclass(frozen=True)
 class OutputPaths:
     """Every output path of one dataset, in one object."""
@@ -82,12 +89,28 @@ class OutputPaths:
     def manifest_dir(self, slug: str) -> Path:
         return self.base / "manifests" / slug
 
+    @property
+    def results_dir(self) -> Path:
+        return self.base / "results"
+
     def result_file(self, slug: str) -> Path:
-        return self.base / "results" / f"{slug}.json"
+        return self.results_dir / f"{slug}.json"
 
     def error_file(self, slug: str) -> Path:
         """results/<task>.error.json: an infra_error that did not replace an earlier verdict."""
-        return self.base / "results" / f"{slug}.error.json"
+        return self.results_dir / f"{slug}{ERROR_SUFFIX}"
+
+    def audit_file(self, slug: str) -> Path:
+        """results/<task>.audit.json: the leak audit of the task's agent image."""
+        return self.results_dir / f"{slug}{AUDIT_SUFFIX}"
+
+    def quality_file(self, slug: str) -> Path:
+        """results/<task>.quality.json: the quality checks of a verified task."""
+        return self.results_dir / f"{slug}{QUALITY_SUFFIX}"
+
+    def relative(self, path: Path) -> str:
+        """`path` as written under `<out>/<dataset>` (what a Ray job ships back and forth)."""
+        return path.relative_to(self.base).as_posix()
 
     def log_dir(self, slug: str) -> Path:
         return self.base / "logs" / slug

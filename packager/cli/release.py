@@ -69,7 +69,7 @@ def report_command(data: DatasetFlags, out: OutFlag) -> None:
     """Summarise the latest results of a dataset (terminal table, report.md and report.html)."""
     paths, results = driver.saved_results(out.out, data.dataset, data.split)
     if not results:
-        typer.echo(f"no results under {paths.base / 'results'}", err=True)
+        typer.echo(f"no results under {paths.results_dir}", err=True)
         raise typer.Exit(1)
     show.print_table(results)
     typer.echo(f"report: {driver.write_report(paths)}")

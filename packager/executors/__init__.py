@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from packager.errors import InputError, PackagerError
 from packager.registry import EXECUTORS, ExecutorName, load, parse
+
 if TYPE_CHECKING:
     from packager.models.spec import TaskResult, TaskSpec
     from packager.stages.job import Job, Staged

@@ -307,7 +307,7 @@ class RayExecutor:
             name=f"packager:{slug}",
         ).remote(
             {**payload, "spec": spec.model_dump_json(), "node": node.label},
-            pack_task(job.paths.base, slug),
+            pack_task(job.paths, slug),
             shipped,
         )
 
@@ -463,24 +463,16 @@ def _tar(members: Sequence[tuple[Path, str]]) -> bytes:
     return buffer.getvalue()
 
 
-def pack_task(base: Path, slug: str) -> bytes:
+def pack_task(paths: OutputPaths, slug: str) -> bytes:
     """The rendered task folder and its saved audit (relative to `<out>/<dataset>`)."""
-    return _tar(
-        [
-            (base / "tasks" / slug, f"tasks/{slug}"),
-            (base / "results" / f"{slug}.audit.json", f"results/{slug}.audit.json"),
-        ]
-    )
+    members = (paths.task_dir(slug), paths.audit_file(slug))
+    return _tar([(path, paths.relative(path)) for path in members])
 
 
-def pack_outputs(base: Path, slug: str) -> bytes:
+def pack_outputs(paths: OutputPaths, slug: str) -> bytes:
     """What a job returns besides its result: the task's logs and its audit report."""
-    return _tar(
-        [
-            (base / "logs" / slug, f"logs/{slug}"),
-            (base / "results" / f"{slug}.audit.json", f"results/{slug}.audit.json"),
-        ]
-    )
+    members = (paths.log_dir(slug), paths.audit_file(slug))
+    return _tar([(path, paths.relative(path)) for path in members])
 
 
 def unpack_files(blob: bytes, base: Path) -> None:
@@ -634,7 +626,7 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
         return {
             "result": result.model_dump_json(),
             "root": str(root),
-            "files": pack_outputs(job.paths.base, slug),
+            "files": pack_outputs(job.paths, slug),
             "host": socket.gethostname(),
         }
     except (KeyboardInterrupt, Cancelled):

@@ -268,7 +268,7 @@ class _Run:
             cached=len(specs) - len(todo),
             todo=len(todo),
             verify=self.verify,
-            results_dir=self.paths.base / "results",
+            results_dir=self.paths.results_dir,
             report=self._report(),
             flagged=self.flagged,
         )
@@ -496,7 +496,7 @@ def release(
     """
     where = Registry.parse(config.registry)
     paths, results = saved_results(out, dataset, split)
-    chosen = select(results, ids, paths.base / "results")
+    chosen = select(results, ids, paths.results_dir)
     client = connect() if config.executor == "local" else local_engine_or_none()
     return publish(
         client, paths, chosen, registry=where, include_unverified=config.include_unverified,

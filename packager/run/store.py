@@ -15,7 +15,7 @@ from packager.release.clean import human
 from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
 from packager.render.write import write_json, write_text
 from packager.stages.build import image_tags
-from packager.storage import OutputPaths
+from packager.storage import REPORT_SUFFIXES, OutputPaths
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -90,13 +90,13 @@ def cached_result(
 
 def read_results(paths: OutputPaths) -> list[TaskResult]:
     """Every results/<task>.json of a dataset, sorted by task."""
-    folder = paths.base / "results"
+    folder = paths.results_dir
     if not folder.is_dir():
         return []
     return [
         TaskResult.model_validate_json(p.read_text())
         for p in sorted(folder.glob("*.json"))
-        if not p.name.endswith((".audit.json", ".error.json", ".quality.json"))
+        if not p.name.endswith(REPORT_SUFFIXES)
     ]
 
 

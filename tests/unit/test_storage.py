@@ -43,3 +43,23 @@ def test_output_paths():
     assert paths.task_dir("t") == Path("/out/ds/tasks/t")
     assert paths.log_dir("t") == Path("/out/ds/logs/t")
     assert paths.report_file == Path("/out/ds/report.md")
+
+
+def test_result_file_names_are_made_in_storage_only():
+    """results/, <task>.audit.json, .quality.json and .error.json: named in storage.py alone."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "storage.py" or "grading" in path.parts:
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if re.search(
+                r"""/\s*["']results["']|f?["'][^"'\n]*\.(audit|quality|error)\.json["']""", code
+            ):
+                if not code.strip().startswith(('"""', "`")):
+                    offenders.append(f"{path.relative_to(PACKAGE)}:{lineno}")
+    assert offenders == []
+    paths = storage.OutputPaths(Path("/out"), "ds")
+    assert paths.audit_file("t") == Path("/out/ds/results/t.audit.json")
+    assert paths.quality_file("t") == Path("/out/ds/results/t.quality.json")
+    assert paths.relative(paths.audit_file("t")) == "results/t.audit.json"

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def audit_path(paths: OutputPaths, slug: str) -> Path:
     """`<out>/<dataset>/results/<task>.audit.json`."""
-    return paths.base / "results" / f"{slug}.audit.json"
+    return paths.audit_file(slug)
 
 
 def audit_key(spec: TaskSpec, image_id: str) -> str:

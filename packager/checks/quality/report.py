@@ -116,7 +116,7 @@ class QualityReport(Frozen):
 
 def quality_path(paths: OutputPaths, slug: str) -> Path:
     """`<out>/<dataset>/results/<task>.quality.json`."""
-    return paths.base / "results" / f"{slug}.quality.json"
+    return paths.quality_file(slug)
 
 
 def write_quality(paths: OutputPaths, report: QualityReport) -> Path:

@@ -23,6 +23,7 @@ from packager.executors.ray import (
     pack_task,
     unpack_files,
 )
+from packager.storage import OutputPaths
 from tests.conftest import run_cli
 
 
@@ -121,13 +122,13 @@ def test_task_folder_and_outputs_travel_and_stay_inside(tmp_path: Path) -> None:
     (base / "logs" / "t1" / "oracle-1" / "reward.json").write_text('{"reward": 1.0}')
 
     node = tmp_path / "node" / "ds"
-    unpack_files(pack_task(base, "t1"), node)
+    unpack_files(pack_task(OutputPaths(tmp_path / "out", "ds"), "t1"), node)
     assert (node / "tasks" / "t1" / "environment" / "Dockerfile").read_text() == "FROM x\n"
     assert (node / "results" / "t1.audit.json").is_file()
     assert not (node / "tasks" / "t2").exists() and not (node / "logs").exists()
 
     back = tmp_path / "driver" / "ds"
-    unpack_files(pack_outputs(base, "t1"), back)
+    unpack_files(pack_outputs(OutputPaths(tmp_path / "out", "ds"), "t1"), back)
     assert (back / "logs" / "t1" / "oracle-1" / "reward.json").read_text() == '{"reward": 1.0}'
 
     # A member that would land outside the folder is refused.
@@ -225,8 +226,6 @@ class _FailingRay:
 
 def _flight(tmp_path: Path) -> tuple[object, object]:
     from types import SimpleNamespace
-
-    from packager.storage import OutputPaths
 
     spec = SimpleNamespace(
         task_id="gen__calc-3",
