@@ -14,10 +14,10 @@ from typing import Any
 
 from packager.adapters.declared import added_requirements
 from packager.datasets.recipes import Recipes
-from packager.datasets.services import services_for
+from packager.datasets.services import services_for, unroutable_for
 from packager.datasets.vendored import vendoring_installers
 from packager.errors import DatasetError, RowError
-from packager.models.spec import TaskSpec
+from packager.models.spec import Service, TaskSpec
 from packager.registry import (
     SCHEMAS,
     GraderNetwork,
@@ -156,20 +156,27 @@ def resolved_as_of(
 
 def _with_services(spec: TaskSpec) -> TaskSpec:
     """A row whose tests call a well-known service that is a package (services.yaml): the
-    grader serves a stand-in on loopback and the test command is told where (its env).
+    grader serves a stand-in on loopback and the test command is told where (its env). A row
+    whose tests expect an address to answer nothing gets it routed nowhere (`unroutable`).
     """
     env = spec.environment
     version = spec.provenance.metadata.get("version")
-    if not (env.python and not env.prebuilt) or spec.grading.services:
+    known = version if isinstance(version, str) else None
+    services: tuple[Service, ...] = ()
+    if env.python and not env.prebuilt and not spec.grading.services:
+        services = services_for(spec.repo.name, known)
+    unroutable = () if spec.grading.unroutable else unroutable_for(spec.repo.name, known)
+    if not services and not unroutable:
         return spec
-    services = services_for(spec.repo.name, version if isinstance(version, str) else None)
-    if not services:
-        return spec
-    told = {k: v for s in services for k, v in s.env.items()}
-    grading = spec.grading.model_copy(
-        update={"services": services, "env": {**spec.grading.env, **told}}
-    )
-    meta = {**spec.provenance.metadata, "stand_in_services": [s.name for s in services]}
+    update: dict[str, Any] = {"unroutable": unroutable} if unroutable else {}
+    meta = dict(spec.provenance.metadata)
+    if unroutable:
+        meta["unroutable"] = list(unroutable)
+    if services:
+        told = {k: v for s in services for k, v in s.env.items()}
+        update |= {"services": services, "env": {**spec.grading.env, **told}}
+        meta["stand_in_services"] = [s.name for s in services]
+    grading = spec.grading.model_copy(update=update)
     return spec.model_copy(
         update={
             "grading": grading,

@@ -2,12 +2,15 @@
 
 A SWE-bench row of psf/requests before 2.9 fetches `http://httpbin.org/`; the harness grades it
 with the network, an offline grader cannot. `httpbin` is a package, so the grader image carries
-it and the grading runtime serves it on loopback for the test command (docs/datasets.md).
+it and the grading runtime serves it on loopback for the test command (docs/datasets.md). Its
+tests also expect a connect to 10.255.255.1 to hang: such addresses are `unroutable`, routed
+nowhere by the grading runtime.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 from importlib import resources
 from typing import Any
@@ -58,7 +61,7 @@ def services_for(repo: str, version: str | None) -> tuple[Service, ...]:
     names: list[str] = []
     for entry in table.get("repos", {}).get(repo, []):
         if version_matches(version, str(entry["versions"])):
-            names += [n for n in entry["services"] if n not in names]
+            names += [n for n in entry.get("services") or () if n not in names]
     found = []
     for name in names:
         spec = table["services"][name]
@@ -74,4 +77,16 @@ def services_for(repo: str, version: str | None) -> tuple[Service, ...]:
                 env={str(k): str(v) for k, v in (spec.get("env") or {}).items()},
             )
         )
+    return tuple(found)
+
+
+def unroutable_for(repo: str, version: str | None) -> tuple[str, ...]:
+    """The addresses a row of `repo` at `version` expects no answer from (none for most rows)."""
+    found: list[str] = []
+    for entry in _table().get("repos", {}).get(repo, []):
+        if version_matches(version, str(entry["versions"])):
+            for address in entry.get("unroutable") or ():
+                text = str(ipaddress.IPv4Address(str(address)))  # ValueError names it
+                if text not in found:
+                    found.append(text)
     return tuple(found)

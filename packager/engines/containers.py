@@ -107,6 +107,9 @@ class RunPlan:
     """Extra environment of the grader container (a browser judge's model endpoint)."""
     grader_network: bool = False
     """Whether the grader container has a network (a browser judge reaches its model)."""
+    grader_caps: tuple[str, ...] = ()
+    """Capabilities the grader container gets: NET_ADMIN for a task with unroutable addresses
+    (the runtime routes them into loopback, in a namespace with no network)."""
     cpus: float | None = None
     """CPUs of every run container (the task's `Environment.cpus`, at most the engine's)."""
 
@@ -160,6 +163,7 @@ def _container(
     background: bool = False,
     folder: Path | None = None,
     solution: Path | None = None,
+    cap_add: tuple[str, ...] = (),
 ) -> Iterator[Any]:
     """A created container, removed (forced) on leaving: here, or with `background` in a
     thread (`remove_later`), so the run does not wait for it. `folder` is mounted at /logs,
@@ -172,6 +176,8 @@ def _container(
     )
     if env:
         kwargs["environment"] = dict(env)
+    if cap_add:
+        kwargs["cap_add"] = list(cap_add)
     if memory_mb is not None:
         kwargs["mem_limit"] = f"{memory_mb}m"
         kwargs["memswap_limit"] = f"{memory_mb}m"
@@ -403,6 +409,7 @@ def _grader_container(
         cpus=plan.cpus,
         background=True,
         folder=folder,
+        cap_add=plan.grader_caps,
     )
 
 

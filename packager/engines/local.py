@@ -34,6 +34,7 @@ def make_run_plan(
     """
     slug = spec.provenance.slug
     judged = spec.grading.rule == "judge"
+    networked = grader_has_network(spec)
     return RunPlan(
         task=f"{spec.provenance.dataset}/{slug}",
         agent_image=images["agent"],
@@ -46,7 +47,10 @@ def make_run_plan(
         network=spec.environment.network,
         memory_mb=memory_mb,
         grader_env=judge_grader_env(judge_env) if judged else (),
-        grader_network=grader_has_network(spec),
+        grader_network=networked,
+        grader_caps=("NET_ADMIN",)
+        if spec.grading.unroutable and not grader_has_network(spec)
+        else (),
         cpus=spec.environment.cpus,
     )
 

@@ -422,6 +422,8 @@ def _run_tests(
             added = tripwires.write_js_tripwire(repo, command)
         elif parser in tripwires.CPP_FRAMEWORKS:
             added = tripwires.write_cpp_tripwire(repo, command, parser)
+        if plan.get("unroutable"):
+            report["unroutable"] = surround.route_nowhere(plan)
         command = surround.with_services(plan, command, out_dir)
         code, timed_out, output = processes.run_logged(
             command, repo, env, timeout, out_dir / TEST_OUTPUT

@@ -1,6 +1,7 @@
 """What the grading runtime sets up around the test command: the stand-in services a row's
-tests call (served on loopback for the command's lifetime) and the refresh of the
-environment's install step when the gold patch declares dependencies.
+tests call (served on loopback for the command's lifetime), the unroutable addresses they
+expect no answer from (routed nowhere), and the refresh of the environment's install step when
+the gold patch declares dependencies.
 
 Standard library only, Python >= 3.9; a sibling of grade.py in the grading zipapp.
 """
@@ -8,10 +9,13 @@ Standard library only, Python >= 3.9; a sibling of grade.py in the grading zipap
 from __future__ import annotations
 
 import glob
+import ipaddress
 import os
 import re
 import shlex
 import shutil
+import socket
+import struct
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
@@ -60,6 +64,70 @@ def with_services(plan: Mapping[str, Any], command: str, out_dir: Path) -> str:
             f"port {port}' >&2"
         )
     return "\n".join([*steps, command]) if steps else command
+
+
+# rtnetlink (linux/netlink.h, linux/rtnetlink.h): one RTM_NEWROUTE per address.
+RTM_NEWROUTE = 24
+NLMSG_ERROR = 2
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
+RT_TABLE_MAIN, RTPROT_STATIC, RT_SCOPE_LINK, RTN_UNICAST = 254, 4, 253, 1
+RTA_DST, RTA_OIF = 1, 4
+
+
+def _attribute(kind: int, data: bytes) -> bytes:
+    length = 4 + len(data)
+    return struct.pack("=HH", length, kind) + data + b"\0" * (-length % 4)
+
+
+def route_message(address: str, ifindex: int, seq: int = 1) -> bytes:
+    """The netlink request that routes ``address``/32 into interface ``ifindex`` (loopback):
+    a connect to it then waits for an answer that never comes, as on a network where nothing
+    answers, instead of failing at once with "network unreachable" as a grader without a
+    network does.
+    """
+    dst = ipaddress.IPv4Address(address).packed
+    body = struct.pack(
+        "=BBBBBBBBI", socket.AF_INET, 32, 0, 0, RT_TABLE_MAIN, RTPROT_STATIC, RT_SCOPE_LINK,
+        RTN_UNICAST, 0,
+    )  # fmt: skip
+    body += _attribute(RTA_DST, dst) + _attribute(RTA_OIF, struct.pack("=I", ifindex))
+    flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
+    return struct.pack("=IHHII", 16 + len(body), RTM_NEWROUTE, flags, seq, 0) + body
+
+
+def route_nowhere(plan: Mapping[str, Any]) -> Dict[str, Any]:
+    """Route the plan's ``unroutable`` addresses into loopback (needs CAP_NET_ADMIN, which the
+    engine grants a grader of such a task): ``{"routed": [...], "failed": {address: why}}``.
+    A failure is recorded, not raised: the tests then meet the offline network as before.
+    """
+    addresses = plan.get("unroutable") or []
+    if not isinstance(addresses, list):
+        raise ValueError("plan: unroutable must be a list")
+    done: Dict[str, Any] = {"routed": [], "failed": {}}
+    if not addresses:
+        return done
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)  # NETLINK_ROUTE
+    except (OSError, AttributeError) as exc:
+        done["failed"] = {str(a): f"no netlink socket: {exc}" for a in addresses}
+        return done
+    with sock:
+        sock.bind((0, 0))
+        sock.settimeout(5)
+        for seq, address in enumerate(addresses, 1):
+            try:
+                sock.send(route_message(str(address), socket.if_nametoindex("lo"), seq))
+                reply = sock.recv(4096)
+                kind = struct.unpack_from("=H", reply, 4)[0]
+                code = struct.unpack_from("=i", reply, 16)[0] if kind == NLMSG_ERROR else 0
+            except (OSError, ValueError, struct.error) as exc:
+                done["failed"][str(address)] = str(exc)
+                continue
+            if code in (0, -17):  # routed, or routed already (EEXIST)
+                done["routed"].append(str(address))
+            else:
+                done["failed"][str(address)] = os.strerror(-code)
+    return done
 
 
 def _pip_wheel(wheels: str, repo: Path, env: Dict[str, str]) -> Optional[str]:

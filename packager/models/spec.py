@@ -210,6 +210,9 @@ class Grading(Frozen):
     after a candidate is applied, as the harness re-runs it with the network."""
     services: tuple[Service, ...] = ()
     """Stand-in services started before the test command (their `env` is in `env`)."""
+    unroutable: tuple[str, ...] = ()
+    """IPv4 addresses the tests expect no answer from (services.yaml): the grading runtime routes
+    them into loopback, so a connect waits as on a real network instead of failing at once."""
     network: bool = False
     """Whether the grader container has the network (`--grader-network public`); a browser
     judge's grader has it regardless (it reaches its model)."""

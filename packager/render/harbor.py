@@ -106,6 +106,10 @@ def compose_override(spec: TaskSpec, role: str, *, network: bool) -> str:
     ]
     if not network:
         lines.append("    network_mode: none")
+        if role == "harbor-grader" and spec.grading.unroutable:
+            # The runtime routes the task's unroutable addresses into loopback, in the
+            # container's own network namespace (which has no network).
+            lines += ["    cap_add:", "      - NET_ADMIN"]
     elif role == "harbor-grader":
         # A browser judge reaches a model endpoint on the host by this name (docs/sweeper.md).
         lines += ["    extra_hosts:", f'      - "{HOST_ALIAS}:host-gateway"']
@@ -365,6 +369,8 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
             {"name": s.name, "command": s.command, "python": s.python, "port": s.port}
             for s in g.services
         ]
+    if g.unroutable:
+        plan["unroutable"] = list(g.unroutable)
     if g.refresh_command:
         plan["refresh"] = {"command": g.refresh_command, "wheels": REFRESH_WHEELS}
     if g.rule == "formula":

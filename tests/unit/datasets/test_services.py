@@ -4,13 +4,16 @@ then carries (the grader's plan and image, never the agent's)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from packager.adapters import Context, to_spec
-from packager.datasets.services import services_for, version_matches
+from packager.datasets.services import services_for, unroutable_for, version_matches
+from packager.engines.local import make_run_plan
 from packager.render.harbor import REFRESH_WHEELS, make_harbor_task
 from packager.render.hud import make_hud_files
+from packager.storage import OutputPaths
 
 
 @pytest.mark.parametrize(
@@ -113,3 +116,33 @@ def test_the_hud_image_takes_the_stand_in_and_refresh_wheels_from_the_grader_ima
             agent_image=task.agent_image,
             grader_payload=task.grader_payload,
         )
+
+
+def test_every_requests_row_routes_the_tarpit_nowhere() -> None:
+    """requests' TARPIT (10.255.255.1) must not answer: a grader without a network would refuse
+    the connect at once, so the runtime routes it into loopback, with NET_ADMIN in the grader
+    only (its own namespace, no network); the agent image and container get nothing."""
+    assert unroutable_for("psf/requests", "2.9") == ("10.255.255.1",)
+    assert unroutable_for("psf/requests", None) == ("10.255.255.1",)
+    assert unroutable_for("pallets/flask", "2.0") == ()
+    row = {**ROW, "instance_id": "psf__requests-2931", "version": "2.9"}
+    spec = to_spec(row, Context("verified", "test"))
+    assert spec.grading.unroutable == ("10.255.255.1",) and spec.grading.services == ()
+    assert spec.provenance.metadata["unroutable"] == ["10.255.255.1"]
+    task = make_harbor_task(spec)
+    assert json.loads(task.files["tests/plan.json"].data)["unroutable"] == ["10.255.255.1"]
+    grader = task.files["tests/docker-compose.yaml"].data.decode()
+    agent = task.files["environment/docker-compose.yaml"].data.decode()
+    assert "network_mode: none" in grader and "NET_ADMIN" in grader
+    assert "network_mode: none" in agent and "NET_ADMIN" not in agent
+    plan = make_run_plan(spec, OutputPaths(Path("/out"), "verified"), {"agent": "a", "grader": "g"})
+    assert plan.grader_caps == ("NET_ADMIN",) and not plan.grader_network
+    public = to_spec(row, Context("verified", "test", grader_network="public"))
+    assert public.grading.unroutable == ()  # the real network answers nothing there itself
+    plain = to_spec({**ROW, "repo": "pallets/flask"}, Context("verified", "test"))
+    assert (
+        make_run_plan(
+            plain, OutputPaths(Path("/out"), "v"), {"agent": "a", "grader": "g"}
+        ).grader_caps
+        == ()
+    )
