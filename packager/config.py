@@ -36,7 +36,6 @@ from packager.registry import (
     PythonFallback,
     ToolchainFallback,
 )
-from packager.release.publish import Registry
 from packager.stamps import as_stamp
 
 PARTIAL = "partial"
@@ -343,6 +342,9 @@ class ExecutorConfig(_Section):
     @field_validator("registry")
     @classmethod
     def _registry(cls, value: str | None) -> str | None:
+        # heavy: release.publish loads the image and registry clients; config loads for --help
+        from packager.release.publish import Registry
+
         if value is not None:
             try:
                 Registry.parse(value)
