@@ -10,6 +10,8 @@ PackagerError                    exit 1 unless a subclass says otherwise
 ├── EngineUnavailableError       no Docker engine answers (the message says how to start one)
 ├── BuildError                   an image failed to build (carries the log path)
 └── RunError                     a container run failed for an infrastructure reason
+
+Interrupted (not a PackagerError)  Ctrl-C: the executor stopped its jobs, removed containers
 """
 
 from __future__ import annotations
@@ -139,3 +141,12 @@ class RunError(PackagerError):
         self.reason = reason
         self.log_path = log_path
         super().__init__(f"{task}: {reason}")
+
+
+class Interrupted(Exception):
+    """Ctrl-C reached the driver: the executor stopped its jobs and removed their containers."""
+
+    def __init__(self, removed: int, where: str = "") -> None:
+        super().__init__(f"interrupted: removed {removed} container(s){where}")
+        self.removed = removed
+        self.where = where

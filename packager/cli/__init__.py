@@ -11,8 +11,7 @@ import sys
 import typer
 
 from packager.cli import release, tasks
-from packager.errors import PackagerError
-from packager.executors import Interrupted
+from packager.errors import Interrupted, PackagerError
 
 app = typer.Typer(
     add_completion=False,

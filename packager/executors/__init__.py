@@ -39,15 +39,6 @@ class Events:
     """After a task's runs, with its staged images (the local engine's quality checks)."""
 
 
-class Interrupted(Exception):
-    """Ctrl-C reached the driver: the executor stopped its jobs and removed their containers."""
-
-    def __init__(self, removed: int, where: str = "") -> None:
-        super().__init__(f"interrupted: removed {removed} container(s){where}")
-        self.removed = removed
-        self.where = where
-
-
 class Executor(Protocol):
     """Runs the jobs of rendered tasks; returns when every task has its result."""
 

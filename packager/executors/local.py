@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from packager.executors import Events, Interrupted
+from packager.errors import Interrupted
+from packager.executors import Events
 from packager.images import build
 from packager.models.spec import TaskResult
 from packager.stages.job import Job, TaskJob

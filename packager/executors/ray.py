@@ -43,12 +43,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packager import repos
-from packager.errors import RepoSourceError
+from packager.errors import Interrupted, RepoSourceError
 from packager.executors import (
     ClusterUnavailableError,
     Events,
     ExecutorError,
-    Interrupted,
 )
 from packager.images import build
 from packager.images.build import Cancelled

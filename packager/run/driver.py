@@ -209,7 +209,7 @@ def package(config: RunConfig, display: Display, *, verify: bool = True) -> RunO
 
     A task whose saved result is already `verified` for the same images and engine is taken
     as cached and not run again (unless `force`): a rerun resumes. Ctrl-C stops the workers
-    (`executors.Interrupted`); results of finished tasks are kept.
+    (`errors.Interrupted`); results of finished tasks are kept.
     """
     sel = open_selection(config.selection)
     specs = render_selection(sel, config.out)
