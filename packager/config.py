@@ -27,8 +27,8 @@ from pydantic import (
 from packager.defaults import BUILD_TIMEOUT_SEC, MAX_ABLATIONS
 from packager.engines import DEFAULT_ENVIRONMENT, get_engine
 from packager.errors import InputError, PackagerError
-from packager.executors import names
 from packager.registry import (
+    EXECUTORS,
     GraderNetwork,
     History,
     Prebuilt,
@@ -55,9 +55,21 @@ def _whole(info: ValidationInfo) -> bool:
     return not (info.context or {}).get(PARTIAL, False)
 
 
+def ray_head(address: str) -> tuple[str, int] | None:
+    """(host, port) of a `--ray-address HOST:PORT`; None for `auto`, `local` and `ray://`
+    addresses, which Ray resolves itself. ValueError names what is wrong.
+    """
+    if address in ("auto", "local") or "://" in address:
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--ray-address {address!r} is not HOST:PORT, auto or ray://HOST:PORT")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
 def _executor_name(value: str) -> str:
-    if value not in names():
-        raise InputError(f"unknown executor {value!r} (available: {', '.join(names())})")
+    if value not in EXECUTORS:
+        raise InputError(f"unknown executor {value!r} (available: {', '.join(EXECUTORS)})")
     return value
 
 
@@ -355,13 +367,10 @@ class ExecutorConfig(_Section):
     @field_validator("ray_address")
     @classmethod
     def _address(cls, value: str | None) -> str | None:
-        # optional: the Ray executor's module (packager[ray]), read only when an address is given
-        from packager.executors.ray import head_endpoint
-
         if value is not None:
             try:
-                head_endpoint(value)
-            except PackagerError as exc:
+                ray_head(value)
+            except ValueError as exc:
                 raise InputError(str(exc)) from None
         return value
 

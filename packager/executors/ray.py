@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packager import repos
+from packager.config import ray_head
 from packager.errors import Interrupted, RepoSourceError
 from packager.executors import (
     ClusterUnavailableError,
@@ -74,15 +75,11 @@ NODE_REFRESH_SEC = 10.0
 
 
 def head_endpoint(address: str) -> tuple[str, int] | None:
-    """(host, port) of a `HOST:PORT` address; None for `auto`, `local` and `ray://` addresses,
-    which Ray resolves itself.
-    """
-    if address in ("auto", "local") or "://" in address:
-        return None
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ExecutorError(f"--ray-address {address!r} is not HOST:PORT, auto or ray://HOST:PORT")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    """(host, port) of a `HOST:PORT` address (`config.ray_head`); ExecutorError when malformed."""
+    try:
+        return ray_head(address)
+    except ValueError as exc:
+        raise ExecutorError(str(exc)) from None
 
 
 def import_ray() -> Any:
