@@ -422,8 +422,6 @@ def _run_tests(
             added = tripwires.write_js_tripwire(repo, command)
         elif parser in tripwires.CPP_FRAMEWORKS:
             added = tripwires.write_cpp_tripwire(repo, command, parser)
-        if plan.get("unroutable"):
-            report["unroutable"] = surround.route_nowhere(plan)
         command = surround.with_services(plan, command, out_dir)
         code, timed_out, output = processes.run_logged(
             command, repo, env, timeout, out_dir / TEST_OUTPUT
@@ -677,6 +675,8 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     refreshed = surround.refresh(plan, repo, out_dir, timeout, _command_env(plan))
     if refreshed is not None:
         report["refresh"] = refreshed
+    if plan.get("unroutable"):
+        report["unroutable"] = surround.route_nowhere(plan)
 
     if judge is not None:
         try:
