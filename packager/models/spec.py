@@ -312,6 +312,9 @@ class TaskResult(Frozen):
     expected_nop: float | None = None
     durations: dict[str, float] = Field(default_factory=dict)
     logs: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, Any] | None = None
+    """The dataset's labels checked against the runs (`checks/labels.py`): findings
+    (label_missing, label_ambiguous, label_differs) and counts of labels derived from the runs."""
     node: str | None = None
     """The cluster node that built and verified the task (`--executor ray`), else None."""
     registry_images: dict[str, str] = Field(default_factory=dict)

@@ -104,11 +104,32 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
     if any(flagged.values()):
         lines += ["", "## For review: the gold patch reaches into a test runner's names", ""]
         lines += [f"- `{t}`: {'; '.join(hits)}" for t, hits in sorted(flagged.items()) if hits]
+    lines += _label_lines(results)
     reasons = [r for r in results if r.reason]
     if reasons:
         lines += ["", "## Reasons", ""]
         lines += [f"- `{r.instance_id}` ({r.status}): {r.reason}" for r in reasons]
     return "\n".join(lines) + "\n"
+
+
+def _label_lines(results: list[TaskResult]) -> list[str]:
+    """The section "Labels checked against the runs": counts per kind, then each finding."""
+    checked = [r for r in results if r.labels is not None]
+    if not checked:
+        return []
+    found = [(r.instance_id, f) for r in checked for f in (r.labels or {}).get("findings", [])]
+    unlisted = sum((r.labels or {})["derived"]["unlisted_fail_to_pass"] for r in checked)
+    kinds = Counter(f["kind"] for _, f in found)
+    said = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no finding"
+    lines = ["", "## Labels checked against the runs", ""]
+    lines.append(
+        f"{len(checked)} task(s) checked: {said}; {unlisted} test(s) the runs show failing at "
+        "base and passing with the gold patch that the dataset does not list."
+    )
+    lines += [""] + [
+        f"- `{task}` {f['kind']} ({f['group']}) `{f['id']}`: {f['detail']}" for task, f in found
+    ]
+    return lines
 
 
 # --- report.html -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from packager.checks.audit import AuditError, audit_path, audit_task
+from packager.checks.labels import task_labels
 from packager.checks.webapp import check_app_answers
 from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest, get_engine
 from packager.errors import BuildError, PackagerError, RepoSourceError, RowError, RunError
@@ -343,6 +344,7 @@ def run_stage(
         return verified.model_copy(
             update={
                 "image_ids": staged.image_ids,
+                "labels": task_labels(spec, verified),
                 "environment": staged.environment,
                 "reason": with_dropped(verified.reason, staged.environment.get("dropped")),
             }
