@@ -118,3 +118,13 @@ class OutputPaths:
     @property
     def report_file(self) -> Path:
         return self.base / "report.md"
+
+
+def human_bytes(size: int) -> str:
+    """Bytes for people, in decimal units: 12 kB, 340.0 MB, 1.2 GB (the size of what is kept)."""
+    value = float(size)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000:
+            return f"{value:.0f} {unit}" if unit in ("B", "kB") else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"

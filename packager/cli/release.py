@@ -17,8 +17,8 @@ from packager.cli.options import (
 )
 from packager.config import CleanConfig, PublishConfig
 from packager.errors import InputError
-from packager.release.clean import human
 from packager.run import driver
+from packager.storage import human_bytes
 
 
 @with_options(PublishFlags, TaskPick, DatasetFlags, OutFlag, config=False)
@@ -58,9 +58,9 @@ def clean_command(flags: CleanFlags) -> None:
     verb = "would remove" if flags.dry_run else "removed"
     typer.echo(
         f"{verb} {report.containers} container(s), {len(report.images)} image tag(s) "
-        f"({human(report.reclaimed_bytes)}), {report.build_cache} dangling build layer(s); "
+        f"({human_bytes(report.reclaimed_bytes)}), {report.build_cache} dangling build layer(s); "
         f"kept {len(report.kept)}\npackager images on this engine: {after['images']}, "
-        f"{human(after['size_bytes'])} ({human(after['unique_bytes'])} not shared)"
+        f"{human_bytes(after['size_bytes'])} ({human_bytes(after['unique_bytes'])} not shared)"
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from packager.images.build import LABEL_HOST, LABEL_PID, DockerClient, _pid_alive
 from packager.render.naming import LABEL_ROLE, LABEL_TASK, LABEL_TOOL
-from packager.storage import CACHE_FOLDERS
+from packager.storage import CACHE_FOLDERS, human_bytes
 
 TOOL_FILTER = {"label": f"{LABEL_TOOL}=packager"}
 DERIVED_CACHES = tuple(folder.name for folder in CACHE_FOLDERS if folder.derived)
@@ -146,16 +146,6 @@ def disk_use(client: DockerClient) -> dict[str, int]:
     }
 
 
-def human(size: int) -> str:
-    """Bytes for people: 1.2 GB, 340 MB, 12 kB."""
-    value = float(size)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{value:.0f} {unit}" if unit in ("B", "kB") else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{value:.1f} TB"
-
-
 def _size(path: Path) -> int:
     total = 0
     for item in path.rglob("*"):
@@ -180,7 +170,7 @@ def clean_caches(
             continue
         size = _size(folder)
         total += size
-        log(f"{'would empty' if dry_run else 'emptied'} {folder} ({human(size)})")
+        log(f"{'would empty' if dry_run else 'emptied'} {folder} ({human_bytes(size)})")
         if not dry_run:
             shutil.rmtree(folder, ignore_errors=True)
     return total

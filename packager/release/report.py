@@ -12,6 +12,7 @@ from typing import get_args
 
 from packager.models.spec import RunResult, Status, TaskResult
 from packager.release.causes import by_cause
+from packager.storage import human_bytes
 
 
 def fmt_reward(value: float | None) -> str:
@@ -172,16 +173,6 @@ tr.reason td{border-top:none;color:#555;font-size:.8rem;white-space:pre-wrap}
 .swatch{display:inline-block;width:.9rem;height:.9rem;margin-right:.3rem;vertical-align:middle}
 svg text{font-size:11px;fill:#222}
 """.strip()
-
-
-def fmt_bytes(size: int) -> str:
-    """Bytes for people in decimal units: 12 kB, 340.0 MB, 1.2 GB."""
-    value = float(size)
-    for unit in ("B", "kB", "MB", "GB"):
-        if value < 1000:
-            return f"{value:.0f} {unit}" if unit in ("B", "kB") else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{value:.1f} TB"
 
 
 def _e(text: object) -> str:
@@ -418,7 +409,8 @@ def make_html(
     if disk is not None:
         parts.append(
             f'<p id="disk">Docker disk use: {disk["images"]} images, '
-            f"{fmt_bytes(disk['size_bytes'])} ({fmt_bytes(disk['unique_bytes'])} not shared)</p>"
+            f"{human_bytes(disk['size_bytes'])} "
+            f"({human_bytes(disk['unique_bytes'])} not shared)</p>"
         )
     parts.append("<h2>Tasks per status</h2>")
     parts += _status_chart(counts)

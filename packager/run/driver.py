@@ -25,7 +25,7 @@ from packager.executors import Events, get_executor
 from packager.images import build
 from packager.judge.endpoint import judge_endpoint, missing_judge_env
 from packager.models.spec import TaskResult
-from packager.release.clean import clean, clean_caches, disk_use, human
+from packager.release.clean import clean, clean_caches, disk_use
 from packager.release.publish import Registry, publish, select
 from packager.repos import parse_repo_sources
 from packager.run import store
@@ -34,7 +34,7 @@ from packager.run.select import Selection
 from packager.run.store import cached_result, read_results, write_result
 from packager.stages.build import BuildOptions, build_task
 from packager.stages.job import Job
-from packager.storage import OutputPaths, cache_root
+from packager.storage import OutputPaths, cache_root, human_bytes
 
 if TYPE_CHECKING:
     from packager.checks.audit import AuditReport
@@ -518,5 +518,5 @@ def clean_engine(
     report = clean(client, keep_newest=keep_newest, task_glob=task, dry_run=dry_run, log=log)
     if config.caches:
         freed = clean_caches(cache_root(), dry_run=dry_run, log=log)
-        log(f"machine caches: {human(freed)} {'to free' if dry_run else 'freed'}")
+        log(f"machine caches: {human_bytes(freed)} {'to free' if dry_run else 'freed'}")
     return report, before if dry_run else disk_use(client)

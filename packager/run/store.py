@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 from packager.checks.quality import read_quality
 from packager.images import build
 from packager.models.spec import TaskResult
-from packager.release.clean import human
 from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
 from packager.render.write import write_json, write_text
 from packager.stages.build import image_tags
-from packager.storage import REPORT_SUFFIXES, OutputPaths
+from packager.storage import REPORT_SUFFIXES, OutputPaths, human_bytes
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -122,7 +121,7 @@ def write_report(
     if disk is not None:
         text += (
             f"\nDocker disk use of packager images: {disk['images']} images, "
-            f"{human(disk['size_bytes'])} ({human(disk['unique_bytes'])} not shared).\n"
+            f"{human_bytes(disk['size_bytes'])} ({human_bytes(disk['unique_bytes'])} not shared).\n"
         )
     if config_digest is not None:
         text += f"\nRun configuration: {config_digest}\n"

@@ -8,7 +8,8 @@ from collections import Counter
 from typing import Literal
 
 from packager.models.spec import RunResult, Status, TaskResult
-from packager.release.report import fmt_bytes, make_html, make_markdown
+from packager.release.report import make_html, make_markdown
+from packager.storage import human_bytes as fmt_bytes
 
 STATUSES: list[Status] = ["verified", "leak", "gold_failed", "infra_error", "flaky", "built"]
 
