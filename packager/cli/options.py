@@ -14,6 +14,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, ClassVar, get_type_hints
 
 import typer
@@ -21,6 +22,16 @@ from pydantic import BaseModel
 
 from packager import registry as kinds
 from packager.config import CleanConfig, PublishConfig, RunConfig
+
+
+def pipeline() -> ModuleType:
+    """`packager.run.driver`, loaded when a command runs: `--help`, a bad flag or a bad config
+    file need none of the pipeline (a test keeps `import packager.cli` free of it).
+    """
+    # heavy: the driver imports every layer of the pipeline, about 0.3 s of imports
+    from packager.run import driver
+
+    return driver
 
 
 def opt(*names: str, argument: bool = False, **kw: Any) -> Any:

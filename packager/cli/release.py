@@ -13,11 +13,11 @@ from packager.cli.options import (
     OutFlag,
     PublishFlags,
     TaskPick,
+    pipeline,
     with_options,
 )
 from packager.config import CleanConfig, PublishConfig
 from packager.errors import InputError
-from packager.run import driver
 from packager.storage import human_bytes
 
 
@@ -32,7 +32,7 @@ def publish_command(flags: PublishFlags, pick: TaskPick, data: DatasetFlags, out
     if not pick.tasks and not pick.all_tasks:
         raise InputError("name TASK ids or pass --all")
     config = PublishConfig(**dataclasses.asdict(flags))
-    report = driver.release(out.out, data.dataset, data.split, pick.tasks or [], config)
+    report = pipeline().release(out.out, data.dataset, data.split, pick.tasks or [], config)
     for task in report.tasks:
         for image in task.images:
             state = "pushed" if image.pushed else "unchanged"
@@ -54,7 +54,7 @@ def clean_command(flags: CleanFlags) -> None:
     """Remove this tool's containers, images and build cache from the Docker engine (found by
     the label packager.tool=packager; base images and other images are never touched).
     """
-    report, after = driver.clean_engine(CleanConfig(**dataclasses.asdict(flags)), typer.echo)
+    report, after = pipeline().clean_engine(CleanConfig(**dataclasses.asdict(flags)), typer.echo)
     verb = "would remove" if flags.dry_run else "removed"
     typer.echo(
         f"{verb} {report.containers} container(s), {len(report.images)} image tag(s) "
@@ -67,9 +67,9 @@ def clean_command(flags: CleanFlags) -> None:
 @with_options(DatasetFlags, OutFlag, config=False)
 def report_command(data: DatasetFlags, out: OutFlag) -> None:
     """Summarise the latest results of a dataset (terminal table, report.md and report.html)."""
-    paths, results = driver.saved_results(out.out, data.dataset, data.split)
+    paths, results = pipeline().saved_results(out.out, data.dataset, data.split)
     if not results:
         typer.echo(f"no results under {paths.results_dir}", err=True)
         raise typer.Exit(1)
     show.print_table(results)
-    typer.echo(f"report: {driver.write_report(paths)}")
+    typer.echo(f"report: {pipeline().write_report(paths)}")

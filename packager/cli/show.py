@@ -9,9 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from packager.checks.quality import summary_line
-from packager.release.report import HEADERS, table_rows
-
 if TYPE_CHECKING:
     from packager.checks.quality import QualityReport
     from packager.models.spec import TaskResult
@@ -21,6 +18,9 @@ if TYPE_CHECKING:
 def print_table(results: list[TaskResult]) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    # heavy: the report's rows classify failures with the environment modules (see pipeline())
+    from packager.release.report import HEADERS, table_rows
 
     table = Table(*HEADERS)
     for row in table_rows(results):
@@ -61,6 +61,9 @@ class ConsoleDisplay:
             typer.echo(f"to do: {todo} task(s) changed, new or not verified before")
 
     def quality(self, report: QualityReport) -> None:
+        # heavy: the quality package loads the engines' patch grading (see pipeline())
+        from packager.checks.quality import summary_line
+
         typer.echo("quality " + summary_line(report))
         for reason in report.reasons:
             typer.echo(f"  - {reason}")

@@ -13,7 +13,6 @@ from packager.cli import options as o
 from packager.cli import show
 from packager.cli.options import with_options
 from packager.config import RunConfig
-from packager.run import driver
 
 
 @with_options(o.ListFlags, config=False)
@@ -22,7 +21,7 @@ def list_command(rows: o.ListFlags) -> None:
     environment comes from (a recipe, its install_config, the SWE-bench harness's spec, a
     published image) with the Python it asks for and the one it gets.
     """
-    for line in driver.list_rows(
+    for line in o.pipeline().list_rows(
         rows.dataset, rows.split, rows.schema_name, rows.recipes, rows.base_image or []
     ):
         typer.echo("\t".join(line))
@@ -35,11 +34,11 @@ def render_command(config: RunConfig) -> None:
     Every selected row is validated before anything is written; a bad row exits 2 and
     leaves earlier output untouched.
     """
-    driver.render(config, lambda task, where: typer.echo(f"rendered {task} -> {where}"))
+    o.pipeline().render(config, lambda task, where: typer.echo(f"rendered {task} -> {where}"))
 
 
 def _package(config: RunConfig, *, verify: bool) -> NoReturn:
-    outcome = driver.package(config, show.ConsoleDisplay(), verify=verify)
+    outcome = o.pipeline().package(config, show.ConsoleDisplay(), verify=verify)
     show.summary(outcome, config.quality.strict)
     raise typer.Exit(outcome.exit_code(config.quality.strict))
 
@@ -64,7 +63,7 @@ def verify_command(config: RunConfig) -> None:
     """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
     if config.verify.patch is None:
         _package(config, verify=True)
-    run = driver.grade_candidate(config)
+    run = o.pipeline().grade_candidate(config)
     typer.echo(json.dumps(run, sort_keys=True))
     raise typer.Exit(0 if run["reward"] is not None else 1)
 
@@ -77,7 +76,7 @@ def audit_command(config: RunConfig) -> None:
     commit, tags, reflogs and remotes. `package` runs this before verifying.
     """
     leaks = 0
-    for spec, report, where in driver.audit(config):
+    for spec, report, where in o.pipeline().audit(config):
         typer.echo(f"{spec.task_id}: {report.status} ({report.stats['seconds']} s) -> {where}")
         for f in report.findings:
             typer.echo(f"  {f.kind} {f.path} {f.object_id or ''} {f.detail}")
@@ -93,7 +92,7 @@ def quality_command(config: RunConfig) -> None:
     results/<task>.quality.json and the reports; a flagged task fails only with
     --strict-quality. Unchanged tasks reuse their saved checks (--force runs them again).
     """
-    done = driver.check_quality(config, show.ConsoleDisplay())
+    done = o.pipeline().check_quality(config, show.ConsoleDisplay())
     typer.echo(
         f"quality: {done.checked} checked, {len(done.flagged)} flagged, "
         f"{len(done.unverified)} not verified; report: {done.report}"

@@ -74,3 +74,16 @@ def test_no_module_binds_a_global_another_module_reassigns() -> None:
                     imported.setdefault(alias.name, []).append(where)
     assert "RUN_ID" in reassigned  # the scan sees the Ray worker's assignment
     assert {name: imported[name] for name in reassigned if name in imported} == {}
+
+
+def test_the_cli_loads_no_pipeline_until_a_command_runs() -> None:
+    """`packager --help` and a bad flag answer without importing the pipeline
+    (`cli.options.pipeline` loads the driver when a command runs)."""
+    code = (
+        "import sys, packager.cli; "
+        "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('packager.')}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(ast.literal_eval(done.stdout.strip()))
+    heavy = {"run", "stages", "executors", "checks", "release", "images", "adapters", "render"}
+    assert "cli" in loaded and loaded & heavy == set()
