@@ -35,6 +35,7 @@ from packager.registry import (
     Prompt,
     PythonFallback,
     ToolchainFallback,
+    find,
 )
 from packager.stamps import as_stamp
 
@@ -486,7 +487,7 @@ class RunConfig(_Section):
         """Checks between sections, once the file and the flags are laid together."""
         if not _whole(info):
             return self
-        local = self.executor.name == "local"
+        local = getattr(find(EXECUTORS, self.executor.name), "local_engine", False)
         if self.quality.enabled and not local:
             raise InputError("--quality runs with the local executor only")
         if self.verify.patch is not None and (self.verify.engine != "local" or not local):

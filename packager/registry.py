@@ -55,6 +55,9 @@ class Entry:
     """The pip extra that installs what the module imports, e.g. `packager[ray]`."""
     markers: tuple[str, ...] = ()
     """Schemas: the columns a row must carry, non-null, to be detected as this schema."""
+    local_engine: bool = False
+    """Executors: the jobs run on this machine's Docker engine (the driver connects to it; the
+    quality checks and `verify --patch`, which run there too, may be combined with it)."""
 
 
 ENGINES: Mapping[EngineName, Entry] = {
@@ -62,7 +65,7 @@ ENGINES: Mapping[EngineName, Entry] = {
     EngineName.HARBOR: Entry("packager.engines.harbor:make_engine"),
 }
 EXECUTORS: Mapping[ExecutorName, Entry] = {
-    ExecutorName.LOCAL: Entry("packager.executors.local:LocalExecutor"),
+    ExecutorName.LOCAL: Entry("packager.executors.local:LocalExecutor", local_engine=True),
     ExecutorName.RAY: Entry("packager.executors.ray:RayExecutor", extra="packager[ray]"),
 }
 SCHEMAS: Mapping[SchemaName, Entry] = {
@@ -112,6 +115,16 @@ def parse(kind: type[E], value: str) -> E | None:
         return kind(value)
     except ValueError:
         return None
+
+
+def find(table: Mapping[Any, Entry], name: str) -> Entry | None:
+    """The entry of `table` called `name` (None when there is none): the tables are keyed by
+    their StrEnum, and an entry added under a plain name (a plugin, a test) is found too.
+    """
+    for key, entry in table.items():
+        if key == name:
+            return entry
+    return None
 
 
 def load(entry: Entry) -> Any:

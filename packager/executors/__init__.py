@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packager.errors import InputError, PackagerError
-from packager.registry import EXECUTORS, ExecutorName, load, parse
+from packager.registry import EXECUTORS, Entry, find, load
 
 if TYPE_CHECKING:
+    from packager.config import RunConfig
+    from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
     from packager.stages.job import Job, Staged
 
@@ -44,6 +46,15 @@ class Executor(Protocol):
 
     name: str
 
+    @classmethod
+    def from_config(
+        cls, config: RunConfig, *, client: DockerClient | None, log: Callable[[str], None]
+    ) -> Executor:
+        """The executor a run's configuration asks for (`client`: the local engine, when the
+        registry entry says the jobs run there).
+        """
+        ...
+
     def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
         """Run each task's job; raise `Interrupted` after cleaning up on Ctrl-C."""
         ...
@@ -59,12 +70,27 @@ class ClusterUnavailableError(PackagerError):
     exit_code = 3
 
 
+def executor_entry(name: str) -> Entry:
+    """The registry entry of executor `name` (ExecutorError, naming the available ones)."""
+    entry = find(EXECUTORS, name)
+    if entry is None:
+        raise ExecutorError(f"unknown executor {name!r} (available: {', '.join(EXECUTORS)})")
+    return entry
+
+
+def from_config(
+    config: RunConfig, *, client: DockerClient | None, log: Callable[[str], None]
+) -> Executor:
+    """The executor of a run: its registry entry's class, made from the configuration."""
+    made: Executor = load(executor_entry(config.executor.name)).from_config(
+        config, client=client, log=log
+    )
+    return made
+
+
 def get_executor(name: str, **options: Any) -> Executor:
     """The executor called `name`, made with `options` (its own keyword arguments)."""
-    member = parse(ExecutorName, name)
-    if member is None:
-        raise ExecutorError(f"unknown executor {name!r} (available: {', '.join(EXECUTORS)})")
-    made: Executor = load(EXECUTORS[member])(**options)
+    made: Executor = load(executor_entry(name))(**options)
     return made
 
 

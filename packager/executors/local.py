@@ -7,7 +7,7 @@ containers this run started and raises `Interrupted`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from packager.models.spec import TaskResult
 from packager.stages.job import Job, TaskJob
 
 if TYPE_CHECKING:
+    from packager.config import RunConfig
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
     from packager.stages.job import Staged, TaskJob
@@ -31,6 +32,15 @@ class LocalExecutor:
     def __init__(self, client: DockerClient, workers: int = 1) -> None:
         self.client = client
         self.workers = max(1, workers)
+
+    @classmethod
+    def from_config(
+        cls, config: RunConfig, *, client: DockerClient | None, log: Callable[[str], None]
+    ) -> LocalExecutor:
+        """`--workers` builds and runs at once on the local engine (`client`)."""
+        if client is None:
+            raise ValueError("the local executor runs on the local engine: connect first")
+        return cls(client, config.build.workers)
 
     def run(self, specs: Sequence[TaskSpec], job: Job, events: Events) -> None:
         task_job = TaskJob(job, self.client)

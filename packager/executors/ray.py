@@ -53,16 +53,16 @@ from packager.executors import (
 from packager.images import build
 from packager.images.build import Cancelled
 from packager.models.spec import TaskResult, TaskSpec
-from packager.release.publish import push_image
+from packager.release.publish import Registry, push_image
 from packager.render import naming
 from packager.repos.git import run_git
 from packager.stages.job import Job, TaskJob
 from packager.storage import RAY_REPOS, OutputPaths
 
 if TYPE_CHECKING:
+    from packager.config import RunConfig
     from packager.images.build import DockerClient
     from packager.models.spec import TaskResult, TaskSpec
-    from packager.release.publish import Registry
 
 RAY_VERSION = "2.60.0"
 EXTRA_HINT = (
@@ -162,6 +162,23 @@ class RayExecutor:
         self.shared_repos = shared_repos
         self.local_client = local_client
         self.log = log
+
+    @classmethod
+    def from_config(
+        cls, config: RunConfig, *, client: DockerClient | None, log: Callable[[str], None]
+    ) -> RayExecutor:
+        """The cluster at `--ray-address` (auto when not given), with the run's Ray options; the
+        local engine, when one answers, pushes base images the nodes lack.
+        """
+        choice = config.executor
+        return cls(
+            choice.ray_address or "auto",
+            workers_per_node=choice.workers_per_node,
+            registry=Registry.parse(choice.registry) if choice.registry else None,
+            shared_repos=choice.shared_repos,
+            local_client=client if client is not None else build.local_engine_or_none(),
+            log=log,
+        )
 
     # -- driver ---------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from packager.errors import BuildError, EngineUnavailableError, RunError
+from packager.errors import BuildError, EngineUnavailableError, PackagerError, RunError
 from packager.images import bases
 from packager.render import naming
 
@@ -56,6 +56,14 @@ def connect(timeout: int = 120) -> DockerClient:
     except Exception as exc:  # docker raises DockerException, requests errors, FileNotFoundError
         raise EngineUnavailableError(ENGINE_HINT) from exc
     return client  # type: ignore[no-any-return]
+
+
+def local_engine_or_none() -> DockerClient | None:
+    """The local engine when one answers (the Ray driver pushes base images from it), else None."""
+    try:
+        return connect(timeout=10)
+    except PackagerError:
+        return None
 
 
 def image_exists(client: DockerClient, tag: str) -> bool:

@@ -21,7 +21,8 @@ from packager.datasets.recipes import Recipes, parse_base_image_options, read_re
 from packager.datasets.sources import iter_rows, open_dataset
 from packager.engines.patch import grade_patch
 from packager.errors import InputError, PackagerError
-from packager.executors import Events, get_executor
+from packager.executors import Events, executor_entry
+from packager.executors import from_config as executor_from_config
 from packager.images import build
 from packager.judge.endpoint import judge_endpoint, missing_judge_env
 from packager.models.spec import TaskResult
@@ -117,14 +118,6 @@ def output_paths(out: Path, dataset: str) -> OutputPaths:
 def connect() -> DockerClient:
     """A client of this machine's Docker engine (made here only), or exit 3."""
     return build.connect()
-
-
-def local_engine_or_none() -> DockerClient | None:
-    """The local engine when one answers (the Ray driver pushes base images from it), else None."""
-    try:
-        return build.connect(timeout=10)
-    except PackagerError:
-        return None
 
 
 def open_selection(cfg: SelectionConfig) -> Selection:
@@ -236,7 +229,7 @@ class _Run:
         self.flagged: list[str] = []
 
     def run(self, specs: list[TaskSpec]) -> RunOutcome:
-        if self.config.executor.name == "local":
+        if executor_entry(self.config.executor.name).local_engine:
             self.client = connect()
             swept = build.remove_orphan_containers(self.client)
             if swept:
@@ -329,18 +322,7 @@ class _Run:
         )
 
     def _executor(self) -> Executor:
-        choice = self.config.executor
-        if choice.name == "local":
-            return get_executor("local", client=self.client, workers=self.config.build.workers)
-        return get_executor(
-            choice.name,
-            address=choice.ray_address or "auto",
-            workers_per_node=choice.workers_per_node,
-            registry=Registry.parse(choice.registry) if choice.registry else None,
-            shared_repos=choice.shared_repos,
-            local_client=local_engine_or_none(),
-            log=self.display.note,
-        )
+        return executor_from_config(self.config, client=self.client, log=self.display.note)
 
     def _report(self) -> Path:
         try:
@@ -497,7 +479,8 @@ def release(
     where = Registry.parse(config.registry)
     paths, results = saved_results(out, dataset, split)
     chosen = select(results, ids, paths.results_dir)
-    client = connect() if config.executor == "local" else local_engine_or_none()
+    local = executor_entry(config.executor).local_engine
+    client = connect() if local else build.local_engine_or_none()
     return publish(
         client, paths, chosen, registry=where, include_unverified=config.include_unverified,
         dataset_repo=config.dataset_repo, branch=config.branch, name=config.name,

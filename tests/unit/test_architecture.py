@@ -33,8 +33,10 @@ def test_no_module_or_function_outgrows_its_limit() -> None:
 
 
 def test_the_cli_stays_thin() -> None:
+    """Thin by structure, not by a line cap: the import contract `cli` (pyproject.toml) keeps
+    the CLI from driving engines, images or stages itself, test_layers.py keeps the pipeline out
+    of `import packager.cli`; here, no flag is declared twice and errors are handled once."""
     m = _measure(ROOT)
-    assert m.cli_lines <= 600, m.cli_lines
     assert m.repeated_flags == {} and m.repeated_parameters == 0
     assert m.handlers == 1
 
