@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +143,52 @@ def disk_use(client: DockerClient) -> dict[str, int]:
         "unique_bytes": sum(
             max(0, int(i.get("Size") or 0) - max(0, int(i.get("SharedSize") or 0))) for i in images
         ),
+    }
+
+
+def dataset_disk(client: DockerClient, images: Mapping[str, Iterable[str]]) -> dict[str, int]:
+    """What one dataset's images take on the engine, every layer counted once (`images`: task ->
+    its image tags). An image's own bytes are its size less its parent's (the legacy builder
+    keeps every step's image as the parent of the next); walking each tag's parents to the base
+    gives the layers it holds. `dataset_bytes`: all of them once; `task_unique_*`: the bytes of
+    layers only one task's images hold (median and largest over the tasks), what each further
+    row of the dataset costs.
+    """
+    inspected: dict[str, dict[str, Any]] = {}
+    users: dict[str, set[str]] = {}
+
+    def inspect(ref: str) -> dict[str, Any] | None:
+        if ref not in inspected:
+            try:
+                inspected[ref] = dict(client.api.inspect_image(ref))
+            except Exception:  # noqa: BLE001 - an image gone since the run: not counted
+                return None
+        return inspected[ref]
+
+    def own_bytes(data: Mapping[str, Any]) -> int:
+        parent = inspect(str(data.get("Parent") or "")) if data.get("Parent") else None
+        below = int(parent.get("Size") or 0) if parent else 0
+        return max(0, int(data.get("Size") or 0) - below)
+
+    def chain(ref: str) -> list[tuple[str, int]]:
+        out = []
+        data = inspect(ref)
+        while data is not None:
+            out.append((str(data["Id"]), own_bytes(data)))
+            data = inspect(str(data["Parent"])) if data.get("Parent") else None
+        return out
+
+    own: dict[str, int] = {}
+    for task, tags in images.items():
+        for tag in tags:
+            for node, size in chain(tag):
+                own[node] = size
+                users.setdefault(node, set()).add(task)
+    unique = sorted(sum(own[n] for n, who in users.items() if who == {task}) for task in images)
+    return {
+        "dataset_bytes": sum(own.values()),
+        "task_unique_median": unique[len(unique) // 2] if unique else 0,
+        "task_unique_max": unique[-1] if unique else 0,
     }
 
 

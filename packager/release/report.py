@@ -412,6 +412,13 @@ def make_html(
             f"{human_bytes(disk['size_bytes'])} "
             f"({human_bytes(disk['unique_bytes'])} not shared)</p>"
         )
+        if "dataset_bytes" in disk:
+            parts.append(
+                f'<p id="dataset-disk">This dataset\'s images, every layer counted once: '
+                f"{human_bytes(disk['dataset_bytes'])}; bytes only one task's images hold: "
+                f"median {human_bytes(disk['task_unique_median'])}, largest "
+                f"{human_bytes(disk['task_unique_max'])}</p>"
+            )
     parts.append("<h2>Tasks per status</h2>")
     parts += _status_chart(counts)
     parts.append("<h2>Seconds per stage per task</h2>")

@@ -26,7 +26,7 @@ from packager.executors import from_config as executor_from_config
 from packager.images import build
 from packager.judge.endpoint import judge_endpoint, missing_judge_env
 from packager.models.spec import TaskResult
-from packager.release.clean import clean, clean_caches, disk_use
+from packager.release.clean import clean, clean_caches, dataset_disk, disk_use
 from packager.release.publish import Registry, publish, select
 from packager.repos import parse_repo_sources
 from packager.run import store
@@ -327,6 +327,9 @@ class _Run:
     def _report(self) -> Path:
         try:
             disk = disk_use(self.client) if self.client is not None else None
+            if disk is not None and self.client is not None:
+                tags = {r.task: list(r.images.values()) for r in store.read_results(self.paths)}
+                disk |= dataset_disk(self.client, {k: v for k, v in tags.items() if v})
         except Exception:  # noqa: BLE001 - a figure for the report, never a reason to fail
             disk = None
         return store.write_report(self.paths, disk, config_digest=self.config.digest())

@@ -123,6 +123,13 @@ def write_report(
             f"\nDocker disk use of packager images: {disk['images']} images, "
             f"{human_bytes(disk['size_bytes'])} ({human_bytes(disk['unique_bytes'])} not shared).\n"
         )
+        if "dataset_bytes" in disk:
+            text += (
+                f"\nThis dataset's images, every layer counted once: "
+                f"{human_bytes(disk['dataset_bytes'])}; bytes only one task's images hold: median "
+                f"{human_bytes(disk['task_unique_median'])}, largest "
+                f"{human_bytes(disk['task_unique_max'])}.\n"
+            )
     if config_digest is not None:
         text += f"\nRun configuration: {config_digest}\n"
     write_text(paths.report_file, text)
