@@ -246,7 +246,13 @@ def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
     before = {c.id for c in _listed(docker_client, ours)}
 
     def this_run() -> list[Any]:
-        return [c for c in _listed(docker_client, ours) if c.id not in before]
+        # This dataset's containers only: another packager run on the same engine is not ours.
+        return [
+            c
+            for c in _listed(docker_client, ours)
+            if c.id not in before
+            and (c.attrs.get("Labels") or {}).get("packager.task", "").startswith("rows/gen__calc")
+        ]
 
     proc = _start_driver(command)
     try:
