@@ -24,13 +24,24 @@ def _python_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.py") if "samples" not in p.parts)
 
 
+OPTION_CALLS = frozenset({"Option", "opt"})
+"""The calls that declare a flag: `typer.Option("--flag", ...)` and the CLI's own
+`opt("--flag", ...)` (a group field), bare or through a module."""
+
+
+def _call_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
 def _option_flags(tree: ast.AST) -> list[str]:
-    """The first flag of every `typer.Option("--flag", ...)` / `typer.Argument` declaration."""
+    """The first flag of every flag declaration (`OPTION_CALLS`) under `tree`."""
     flags = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        if not isinstance(node, ast.Call) or _call_name(node.func) not in OPTION_CALLS:
             continue
-        if node.func.attr != "Option" or not node.args:
+        if not node.args:
             continue
         first = node.args[0]
         if isinstance(first, ast.Constant) and isinstance(first.value, str):

@@ -114,12 +114,22 @@ class PatchFlag:
     patch: Path | None = opt("--patch", exists=True, dir_okay=False)
 
 
+def executor_opt() -> Any:
+    """`--executor`, one declaration for the commands that run jobs and for `publish`."""
+    return opt("--executor", metavar="|".join(kinds.EXECUTORS))
+
+
+def registry_opt() -> Any:
+    """`--registry`, one declaration for the Ray executor's image registry and `publish`'s."""
+    return opt("--registry", metavar="HOST[:PORT]/NAMESPACE")
+
+
 @dataclasses.dataclass(frozen=True)
 class ExecutorFlags:
-    name: str = opt("--executor", metavar="local|ray")
+    name: str = executor_opt()
     ray_address: str | None = opt("--ray-address", metavar="HOST:PORT")
     workers_per_node: int = opt("--workers-per-node", min=1)
-    registry: str | None = opt("--registry", metavar="HOST[:PORT]/NAMESPACE")
+    registry: str | None = registry_opt()
     shared_repos: bool = opt("--shared-repos")
 
 
@@ -143,13 +153,13 @@ class PublishFlags:
     """`publish`: its options' defaults and help are `PublishConfig`'s."""
 
     config_model: ClassVar[type[BaseModel]] = PublishConfig
-    registry: str = opt("--registry")
+    registry: str = registry_opt()
     dataset_repo: str | None = opt("--dataset-repo")
     branch: str | None = opt("--branch")
     include_unverified: bool = opt("--include-unverified")
     name: str | None = opt("--name")
     version: str = opt("--version")
-    executor: str = opt("--executor", metavar="local|ray")
+    executor: str = executor_opt()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,3 +52,19 @@ def test_the_measure_sees_a_long_function_and_a_big_module(tmp_path: Path) -> No
     m = _measure(tmp_path)
     assert m.long_functions == [(81, "packager/big.py:long")]
     assert m.big_modules == [(801, "packager/big.py")]
+
+
+def test_the_measure_sees_every_way_a_flag_is_declared(tmp_path: Path) -> None:
+    # `--executor` declared through the CLI's `opt(...)` in two groups and `--out` through
+    # `typer.Option` in two signatures: both are repeats.
+    cli = tmp_path / "packager" / "cli"
+    cli.mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (cli / "a.py").write_text(
+        "class A:\n    name: str = opt('--executor', metavar='local|ray')\n"
+        "class B:\n    executor: str = options.opt('--executor')\n"
+        "def f(out: Annotated[str, typer.Option('--out')]) -> None: ...\n"
+        "def g(out: Annotated[str, typer.Option('--out')]) -> None: ...\n"
+    )
+    m = _measure(tmp_path)
+    assert m.repeated_flags == {"--executor": 2, "--out": 2}
