@@ -29,6 +29,7 @@ for command in (
     *(release.publish_command, release.clean_command, release.report_command),
 ):
     app.command(command.__name__.removesuffix("_command"))(command)
+app.add_typer(release.release_app, name="release")
 
 
 def main() -> None:

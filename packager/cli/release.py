@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -73,3 +75,25 @@ def report_command(data: DatasetFlags, out: OutFlag) -> None:
         raise typer.Exit(1)
     show.print_table(results)
     typer.echo(f"report: {pipeline().write_report(paths)}")
+
+
+release_app = typer.Typer(
+    no_args_is_help=True,
+    help="Compare releases that `publish` wrote (their release.json evidence).",
+)
+
+
+@release_app.command("diff")
+def release_diff_command(
+    old: Annotated[Path, typer.Argument(help="The older release: its folder or release.json.")],
+    new: Annotated[Path, typer.Argument(help="The newer release: its folder or release.json.")],
+) -> None:
+    """List the tasks whose release evidence changed between two releases: added or removed,
+    their content digest, images, verdict (status, rewards, run counts) or label findings.
+    Exit 0 when none changed, 1 when some did (as `diff`), 2 when a release cannot be read.
+    """
+    changes = pipeline().release_diff(old, new)
+    for change in changes:
+        typer.echo(f"{change.task}: {change.what}: {change.detail}")
+    typer.echo(f"{len(changes)} task(s) changed")
+    raise typer.Exit(1 if changes else 0)

@@ -20,6 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
+import shutil
+import subprocess
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -421,3 +424,82 @@ def added_names(added: Optional[AddedTest], go: Sequence[GoCanary]) -> List[str]
     """
     names = list(added.names) if added is not None else []
     return names + [name for canary in go for name in (canary.name, canary.tripwire)]
+
+
+# ------------------------------------------------------------------ pytest's JUnit proof plugin
+
+_PROOF_PLUGIN = """import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    if not getattr(config.option, "xmlpath", None) and not hasattr(config, "workerinput"):
+        config.option.xmlpath = {path!r}
+"""
+
+
+class ProofPlugin:
+    """A pytest plugin the runtime installs for one run into the site-packages of the Python
+    the test command finds first on its PATH: it asks pytest for its JUnit report at ``proof``
+    when nothing else did. ``PYTEST_ADDOPTS`` asks the same, but a wrapper can replace it: tox's
+    ``setenv`` (sphinx 3.3's tox.ini sets ``PYTEST_ADDOPTS = --color yes``) or a scrubbed
+    environment. pytest loads the plugin by its ``pytest11`` entry point, as any installed one.
+    """
+
+    def __init__(self, paths: List[Path]) -> None:
+        self.paths = paths
+
+    def remove(self) -> None:
+        for path in reversed(self.paths):
+            try:
+                if path.is_dir():
+                    for child in path.iterdir():
+                        child.unlink()
+                    path.rmdir()
+                else:
+                    path.unlink()
+            except OSError:
+                pass
+
+
+def _site_packages(env: Dict[str, str], cwd: Path) -> Optional[Path]:
+    """The site-packages (purelib) of the first ``python3`` / ``python`` on ``env``'s PATH."""
+    for name in ("python3", "python"):
+        python = shutil.which(name, path=env.get("PATH"))
+        if python is None:
+            continue
+        try:
+            out = subprocess.run(
+                [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                cwd=str(cwd), env=env, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            continue
+        where = Path(out.stdout.strip()) if out.returncode == 0 else None
+        if where is not None and where.is_dir() and os.access(str(where), os.W_OK):
+            return where
+    return None
+
+
+def write_proof_plugin(env: Dict[str, str], cwd: Path, proof: Path) -> Optional[ProofPlugin]:
+    """Install the JUnit proof plugin (see ``ProofPlugin``); None where no writable
+    site-packages is found (``PYTEST_ADDOPTS`` alone asks for the report then).
+    """
+    site = _site_packages(env, cwd)
+    if site is None:
+        return None
+    module = f"pytest_{secrets.token_hex(6)}"
+    dist = site / f"{module}-0.dist-info"
+    paths = [site / f"{module}.py", dist]
+    try:
+        paths[0].write_text(_PROOF_PLUGIN.format(path=str(proof)), encoding="utf-8")
+        dist.mkdir()
+        for name, text in (
+            ("METADATA", f"Metadata-Version: 2.1\nName: {module}\nVersion: 0\n"),
+            ("entry_points.txt", f"[pytest11]\n{module} = {module}\n"),
+        ):
+            (dist / name).write_text(text, encoding="utf-8")
+    except OSError:
+        ProofPlugin(paths).remove()
+        return None
+    return ProofPlugin(paths)

@@ -404,6 +404,7 @@ def _run_tests(
         go: List[canaries.GoCanary] = []
         tripwire: Optional[tripwires.AddedTest] = None
         node: Optional[tripwires.AddedTest] = None
+        plugin: Optional[canaries.ProofPlugin] = None
         added: Optional[tripwires.AddedTest] = None
         if parser in parsers.PYTEST_FAMILY:
             # pytest's own JUnit report, at a path the command is not told about on its command
@@ -411,6 +412,7 @@ def _run_tests(
             proof = scratch / f"pytest-{secrets.token_hex(8)}.xml"
             extra = env.get("PYTEST_ADDOPTS", "")
             env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={proof}".strip()
+            plugin = canaries.write_proof_plugin(env, repo, proof)
             tripwire = tripwires.write_pytest_tripwire(repo, plan)
         elif parser == "gotest":
             go = canaries.write_go_canaries(repo)
@@ -463,6 +465,8 @@ def _run_tests(
         return tests
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if plugin is not None:
+            plugin.remove()
         for canary in go:
             canary.remove()
         if tripwire is not None:

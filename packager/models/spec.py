@@ -319,6 +319,9 @@ class TaskResult(Frozen):
     """The cluster node that built and verified the task (`--executor ray`), else None."""
     registry_images: dict[str, str] = Field(default_factory=dict)
     """Role → `host/ns/name@sha256:…` of the images pushed to `--registry` by the task's job."""
+    task_digest: str | None = None
+    """The task folder's content digest (Harbor's, as dataset.toml names it) when its images
+    were built: `publish` releases the folder only while it still has these bytes."""
     environment: dict[str, str] = Field(default_factory=dict)
     """Where the agent image's environment came from and what it runs on: `source` (a recipe
     key, the row's install_config, the harness spec, a published image), `python_requested` /

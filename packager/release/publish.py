@@ -9,8 +9,10 @@ For each selected task (only `verified` ones unless asked otherwise):
    the repository snapshot (baked into the agent image). Its `task.toml` names both images by
    digest (`HOST/NS/NAME@sha256:…`), so `harbor lint --select unpinned-image` is clean and a
    machine that never built them pulls exactly what was verified.
-3. **Dataset files.** Write `dataset.toml` (task digests) and `registry.json` beside the release
-   tasks.
+3. **Dataset files.** Write `dataset.toml` (task digests), `registry.json` and the release's
+   evidence (`release.json`: per task its digests, images, verdict, label findings and stage
+   seconds; `release/evidence.py`) beside the release tasks. A task whose folder's digest is no
+   longer the one its verification recorded is refused: the release would ship bytes no run saw.
 4. **Dataset repository** (`--dataset-repo PATH|URL`). Commit the release there, in the layout
    `harbor run -d NAME@VERSION --registry-path <clone>/registry.json` resolves:
    - tasks under `datasets/<name>/<task>/`;
@@ -44,6 +46,7 @@ import tomli_w
 from packager.errors import PackagerError
 from packager.images.build import base_images, image_exists
 from packager.models.spec import TaskResult
+from packager.release import evidence
 from packager.render.harbor import SNAPSHOT_FILE
 from packager.render.harbor_dataset import folder_task_name, task_digest
 from packager.render.write import swap_into_place, write_text
@@ -471,12 +474,26 @@ def publish(
         raise PublishError(f"--name {name!r}: a bare dataset name (letters, digits, . _ -)")
     description = f"{paths.dataset}: tasks made and verified by packager"
     chosen, skipped = _publishable(paths, results, include_unverified)
+    unbound = evidence.unbound_tasks(chosen, {r.task: paths.task_dir(r.task) for r in chosen})
+    if unbound:
+        raise PublishError(
+            "not published: a release ships only the bytes that were verified; "
+            + "; ".join(unbound)
+        )
     release = paths.base / RELEASE_DIR
     release.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=release.parent, prefix=".release.tmp-"))
     try:
         published, task_names = _stage_tasks(client, registry, paths, chosen, staging, log)
-        _write_dataset_toml(staging, task_names, name, version, description)
+        digests = _write_dataset_toml(staging, task_names, name, version, description)
+        entries = {
+            e.task: evidence.task_entry(r, task_names[e.task], digests[e.task], _roles(e.images))
+            for e, r in zip(published, chosen, strict=True)
+        }
+        write_text(
+            staging / evidence.MANIFEST_FILE,
+            evidence.dumps(evidence.manifest(name, version, entries)),
+        )
         url = committed_on = None
         commits: list[str] = []
         if dataset_repo is not None:
@@ -506,6 +523,11 @@ def publish(
         branch=committed_on,
         commits=commits,
     )
+
+
+def _roles(images: Sequence[PublishedImage]) -> dict[str, str]:
+    """A task's published images by role (`base NAME` for each base image)."""
+    return {i.role if i.role != "base" else f"base {i.local}": i.reference for i in images}
 
 
 def _publishable(
@@ -568,8 +590,10 @@ def _stage_tasks(
 
 def _write_dataset_toml(
     staging: Path, task_names: dict[str, str], name: str, version: str, description: str
-) -> None:
-    """`dataset.toml`: the release's tasks by name with their content digests."""
+) -> dict[str, str]:
+    """`dataset.toml`: the release's tasks by name with their content digests (returned, by
+    task folder).
+    """
     digests = {slug: task_digest(staging / "tasks" / slug) for slug in sorted(task_names)}
     manifest = {
         "schema_version": "1.0",
@@ -580,3 +604,4 @@ def _write_dataset_toml(
         ],
     }
     write_text(staging / "dataset.toml", tomli_w.dumps(manifest))
+    return digests

@@ -26,6 +26,7 @@ from packager.executors import from_config as executor_from_config
 from packager.images import build
 from packager.judge.endpoint import judge_endpoint, missing_judge_env
 from packager.models.spec import TaskResult
+from packager.release import evidence
 from packager.release.clean import clean, clean_caches, dataset_disk, disk_use
 from packager.release.publish import Registry, publish, select
 from packager.repos import parse_repo_sources
@@ -489,6 +490,11 @@ def release(
         dataset_repo=config.dataset_repo, branch=config.branch, name=config.name,
         version=config.version,
     )  # fmt: skip
+
+
+def release_diff(old: Path, new: Path) -> list[evidence.Change]:
+    """The tasks whose release evidence differs between two releases (folders or manifests)."""
+    return evidence.diff(evidence.load(old), evidence.load(new))
 
 
 def clean_engine(

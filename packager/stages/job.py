@@ -20,6 +20,7 @@ from packager.images.build import Cancelled, check_cancelled
 from packager.judge.endpoint import missing_judge_env
 from packager.models.app import AppStart
 from packager.models.spec import TaskResult, TaskSpec
+from packager.render.harbor_dataset import task_digest
 from packager.stages.build import (
     BuildOptions,
     BuildOutcome,
@@ -64,6 +65,8 @@ class Staged:
     """The task's result with its images, durations and logs: finish(status, reason=None)."""
     environment: dict[str, str] = field(default_factory=dict)
     """Facts of the agent image's environment (TaskResult.environment)."""
+    task_digest: str | None = None
+    """The task folder's digest its images were built from (TaskResult.task_digest)."""
 
 
 @dataclass(frozen=True)
@@ -181,13 +184,17 @@ class TaskJob:
         return result.model_copy(update={"durations": durations})
 
     def _base(self, spec: TaskSpec) -> dict[str, object]:
-        """What every result of the task says of it."""
+        """What every result of the task says of it (with its folder's digest as it is now:
+        built from, or failed to build from).
+        """
+        folder = self.job.paths.task_dir(spec.provenance.slug)
         return {
             "task": spec.provenance.slug,
             "instance_id": spec.task_id,
             "dataset": spec.provenance.dataset,
             "engine": self.job.engine,
             "expected_nop": spec.expectations.nop_reward,
+            "task_digest": task_digest(folder) if (folder / "task.toml").is_file() else None,
         }
 
     def _failed(
@@ -250,8 +257,13 @@ class TaskJob:
         if dropped:
             environment["dropped"] = "; ".join(dropped)
         log_dir = str(self.job.paths.log_dir(spec.provenance.slug))
-        finish = _Finish(self._base(spec), log_dir, images, image_ids, durations, logs, environment)
-        return Staged(spec, images, image_ids, durations, logs, finish, environment)
+        base = self._base(spec)
+        finish = _Finish(base, log_dir, images, image_ids, durations, logs, environment)
+        digest = base["task_digest"]
+        return Staged(
+            spec, images, image_ids, durations, logs, finish, environment,
+            digest if isinstance(digest, str) else None,
+        )  # fmt: skip
 
     def _audit(self, staged: Staged, agent_tag: str) -> TaskResult | Staged:
         """Audit the agent image, then check a web app answers: the task's result when it
@@ -346,6 +358,7 @@ def run_stage(
                 "image_ids": staged.image_ids,
                 "labels": task_labels(spec, verified),
                 "environment": staged.environment,
+                "task_digest": staged.task_digest,
                 "reason": with_dropped(verified.reason, staged.environment.get("dropped")),
             }
         )

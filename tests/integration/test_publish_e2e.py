@@ -97,6 +97,32 @@ def test_publish_round_trip(
     assert "no change, no commit" in proc.stdout
     assert _commits(dataset_repo) == 2
 
+    # The release's evidence: both tasks, bound to the bytes they were verified with; the
+    # same release again differs in nothing.
+    manifest = json.loads((release / "release.json").read_text())
+    assert sorted(manifest["tasks"]) == TASKS
+    for task in TASKS:
+        entry = manifest["tasks"][task]
+        assert entry["verified_digest"] == results[task]["task_digest"]
+        assert entry["status"] == "verified" and entry["runs"] == {"oracle": 2, "nop": 1}
+        assert entry["images"]["agent"] == references[task]["agent"]
+    same = run_cli("release", "diff", str(release), str(release / "release.json"))
+    assert same.returncode == 0 and "0 task(s) changed" in same.stdout, same.stdout
+    # A task folder edited after it was verified is refused, before anything is pushed.
+    instruction = out / "rows" / "tasks" / TASKS[0] / "instruction.md"
+    original = instruction.read_text()
+    instruction.write_text(original + "\nAlso rewrite the tests.\n")
+    try:
+        proc = run_cli(
+            "publish", "--all", "--dataset", str(data), "--out", str(out), "--registry", target,
+        )  # fmt: skip
+        assert proc.returncode != 0 and f"{TASKS[0]}: its folder changed" in proc.stderr, (
+            proc.stdout + proc.stderr
+        )
+        assert TASKS[1] not in proc.stderr
+    finally:
+        instruction.write_text(original)
+
     # Delete the local images (every tag, the registry's too), then run from a fresh clone.
     local = {t: results[t]["images"] for t in TASKS}
     ids = {t: {r: docker_client.images.get(tag).id for r, tag in local[t].items()} for t in TASKS}

@@ -485,6 +485,26 @@ def test_pytest_family_runs_get_the_junit_proof_and_the_tripwire(
     assert report["failed_tests"] == {"fail_to_pass": F2P, "pass_to_pass": P2P}
 
 
+def test_the_junit_proof_survives_a_wrapper_that_replaces_pytest_addopts(tmp_path: Path) -> None:
+    """tox's `setenv` can replace PYTEST_ADDOPTS (sphinx 3.3's tox.ini sets it to
+    `--color yes`): the runtime's plugin, installed where the command's Python finds it, still
+    asks pytest for the report. Without a site-packages to install it in, nothing is trusted."""
+    command = f"PYTEST_ADDOPTS=--color=no PYTHONPATH={tmp_path / 'gold' / 'site'} {PYTEST} tests"
+    (tmp_path / "gold").mkdir()
+    task = Task(tmp_path / "gold")
+    task.site.mkdir()
+    reward, report = task.grade(task.diff({"calc.py": CALC_FIXED}), test_command=command)
+    assert reward == {"reward": 1.0, "fail_to_pass": 1.0, "pass_to_pass": 1.0}
+    assert report["tests"] == {F2P[0]: "passed", P2P[0]: "passed"}
+    assert list(task.site.iterdir()) == []  # taken out again after the run
+
+    (tmp_path / "bare").mkdir()
+    bare = Task(tmp_path / "bare")  # no site-packages to install the plugin in
+    reward, report = bare.grade(bare.diff({"calc.py": CALC_FIXED}), test_command=command)
+    assert reward["reward"] == 0.0 and report["tests"] == {}
+    assert any("JUnit" in note for note in report["notes"])
+
+
 def test_report_names_the_listed_tests_that_failed(tmp_path: Path) -> None:
     task = Task(tmp_path)
     missing = "tests/test_calc.py::test_gone"

@@ -64,6 +64,19 @@ class Task:
         run_git(self.repo, "add", "-A")
         run_git(self.repo, "commit", "-q", "-m", "base")
         self.base = run_git(self.repo, "rev-parse", "HEAD").strip()
+        # The runtime installs its JUnit proof plugin into the site-packages of the `python3` on
+        # PATH: here a stand-in that answers that one question with `self.site` (absent unless a
+        # test makes it), so no test writes into a real interpreter's site-packages.
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        self.site = root / "site"
+        python3 = self.bin / "python3"
+        python3.write_text(
+            "#!/bin/sh\n"
+            f'case "$2" in *sysconfig*purelib*) echo {shlex.quote(str(self.site))}; exit 0;; esac\n'
+            f'exec {PY} "$@"\n'
+        )
+        python3.chmod(0o755)
 
     def diff(self, files: dict[str, str]) -> str:
         """A git diff from the base commit to the tree with ``files`` written."""
@@ -116,7 +129,9 @@ class Task:
             patch_file.write_text(patch)
         cmd = [sys.executable, *flags, str(runtime), str(plan)]
         cmd += ["--out", str(self.out), "--patch", str(patch_file)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=proc_env)
+        env = dict(os.environ if proc_env is None else proc_env)
+        env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
         assert proc.returncode == 0, proc.stderr
         reward = json.loads((self.out / "reward.json").read_text())
         report = json.loads((self.out / "report.json").read_text())
