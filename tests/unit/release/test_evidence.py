@@ -24,7 +24,7 @@ def _folder(root: Path, name: str) -> Path:
 
 
 def _run(kind: str, reward: float) -> RunResult:
-    return RunResult(kind=kind, reward=reward, grade_status="graded", duration_sec=1.0, log_dir="x")  # type: ignore[arg-type]
+    return RunResult(kind=kind, reward=reward, grade_status="graded", duration_sec=1.0, log_dir="x")
 
 
 def _result(task: str, digest: str | None, gold: float = 1.0, labels: Any = None) -> TaskResult:
