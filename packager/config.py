@@ -16,7 +16,6 @@ from typing import Any, Self
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -25,7 +24,7 @@ from pydantic import (
 )
 
 from packager.defaults import BUILD_TIMEOUT_SEC, MAX_ABLATIONS
-from packager.engines import DEFAULT_ENVIRONMENT, get_engine
+from packager.engines import get_engine
 from packager.errors import InputError, PackagerError
 from packager.registry import (
     EXECUTORS,
@@ -37,23 +36,9 @@ from packager.registry import (
     ToolchainFallback,
     find,
 )
+from packager.settings import PARTIAL, VerifyConfig, whole
+from packager.settings import Section as _Section
 from packager.stamps import as_stamp
-
-PARTIAL = "partial"
-"""Validation context flag: a file on its own, before the command line completes it (checks
-between fields wait for the whole)."""
-
-
-class _Section(BaseModel):
-    """A section of the configuration; its validators are built on first use (so `--help`
-    needs none).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-def _whole(info: ValidationInfo) -> bool:
-    return not (info.context or {}).get(PARTIAL, False)
 
 
 def ray_head(address: str) -> tuple[str, int] | None:
@@ -232,74 +217,6 @@ class BuildConfig(_Section):
     )
 
 
-class VerifyConfig(_Section):
-    """How tasks are verified (or one candidate patch graded)."""
-
-    engine: str = Field(
-        "local",
-        description=(
-            "Verification engine: local (Docker SDK, seconds per run) or harbor "
-            "(the real `harbor run` in the pinned .harbor environment; `make "
-            "harbor`)."
-        ),
-    )
-    harbor_env: str | None = Field(
-        None,
-        description=(
-            "With --engine harbor: Harbor's environment type for the trials "
-            "(`harbor run --env`), default docker; e.g. daytona, modal or e2b for "
-            "Harbor's cloud sandboxes (docs/harbor.md)."
-        ),
-    )
-    oracle_runs: int = Field(2, ge=1, description="Oracle runs per task.")
-    force: bool = Field(
-        False, description="Verify again tasks already verified for the same images (no resume)."
-    )
-    memory_mb: int | None = Field(
-        None,
-        ge=16,
-        description=(
-            "Memory limit of each agent and grader container, in MiB (no swap "
-            "beyond it); a run killed for memory is an infra_error."
-        ),
-    )
-    judge: str = Field(
-        "env",
-        description=(
-            "Where a browser judge's model is (SWEeper tasks): env = the endpoint "
-            "named by PACKAGER_JUDGE_BASE_URL, PACKAGER_JUDGE_MODEL and "
-            "PACKAGER_JUDGE_API_KEY (unset: the task stops at needs_judge); replay "
-            "= a local server replaying the sample's recorded model turns "
-            "(packager/samples/replays/<id>.yaml), started and stopped by this "
-            "command."
-        ),
-    )
-    patch: Path | None = Field(
-        None, description="Grade this candidate patch instead; prints one JSON object."
-    )
-
-    @property
-    def environment(self) -> str:
-        """The environment type trials run in (`--harbor-env`, docker by default)."""
-        return self.harbor_env if self.harbor_env is not None else DEFAULT_ENVIRONMENT
-
-    @model_validator(mode="after")
-    def _engine_env(self, info: ValidationInfo) -> Self:
-        """An unknown engine, or an environment type it cannot use, is bad input."""
-        if not _whole(info):
-            return self
-        if self.harbor_env is not None and self.engine != "harbor":
-            raise InputError(
-                f"--harbor-env {self.harbor_env} needs --engine harbor (the {self.engine} engine "
-                "runs on the local Docker engine)"
-            )
-        try:
-            get_engine(self.engine, environment=self.environment)
-        except PackagerError as exc:
-            raise InputError(str(exc)) from None
-        return self
-
-
 class ExecutorConfig(_Section):
     """Where the jobs run (`--executor` and its Ray options)."""
 
@@ -377,7 +294,7 @@ class ExecutorConfig(_Section):
 
     @model_validator(mode="after")
     def _ray_only(self, info: ValidationInfo) -> Self:
-        if _whole(info) and self.name != "ray":
+        if whole(info) and self.name != "ray":
             for given, flag in (
                 (self.ray_address, "--ray-address"),
                 (self.workers_per_node != 1 or None, "--workers-per-node"),
@@ -485,13 +402,17 @@ class RunConfig(_Section):
     @model_validator(mode="after")
     def _combinations(self, info: ValidationInfo) -> Self:
         """Checks between sections, once the file and the flags are laid together."""
-        if not _whole(info):
+        if not whole(info):
             return self
         local = getattr(find(EXECUTORS, self.executor.name), "local_engine", False)
         if self.quality.enabled and not local:
             raise InputError("--quality runs with the local executor only")
         if self.verify.patch is not None and (self.verify.engine != "local" or not local):
             raise InputError("--patch grades with the local engine and executor")
+        try:
+            get_engine(self.verify.engine, environment=self.verify.environment)
+        except PackagerError as exc:
+            raise InputError(str(exc)) from None
         if not self.selection.tasks and not self.selection.all_tasks:
             raise InputError("name at least one TASK or pass --all")
         if self.selection.tasks and self.selection.all_tasks:

@@ -9,3 +9,6 @@ BUILD_TIMEOUT_SEC = 1800.0
 
 MAX_ABLATIONS = 12
 """Quality: at most this many ablated variants of the gold patch per task."""
+
+DEFAULT_ENVIRONMENT = "docker"
+"""The environment type trials run in unless told (Harbor's `--env`; the local engine's only)."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from packager.errors import UnknownEngineError
 from packager.registry import ENGINES, EngineName, load, parse
+from packager.settings import VerifyConfig
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -30,27 +31,25 @@ if TYPE_CHECKING:
     from packager.storage import OutputPaths
 
 DEFAULT_ENGINE = EngineName.LOCAL
-DEFAULT_ENVIRONMENT = "docker"
-"""The environment type of every engine unless told otherwise (Harbor's own default too)."""
 
 
 @dataclass(frozen=True)
 class VerifyRequest:
-    """What an engine verifies: a built task, its images, and how many oracle runs.
+    """What an engine verifies: a built task and its images, under the run's verify settings
+    (`config`: the command line's `RunConfig.verify` as it is; oracle runs, container memory).
 
     `durations` and `extra_logs` (build and audit figures) are carried into the result;
-    `memory_mb` and `client` are for engines that start the containers themselves; `judge_env`
-    reaches a browser judge's grader.
+    `client` is for engines that start the containers themselves; `judge_env` reaches a browser
+    judge's grader.
     """
 
     spec: TaskSpec
     paths: OutputPaths
     client: DockerClient
     images: dict[str, str]
-    oracle_runs: int
+    config: VerifyConfig
     durations: dict[str, float] | None = None
     extra_logs: dict[str, str] | None = None
-    memory_mb: int | None = None
     judge_env: Mapping[str, str] | None = None
 
 

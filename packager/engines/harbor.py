@@ -32,7 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
+from packager.defaults import DEFAULT_ENVIRONMENT
+from packager.engines import VerifyRequest
 from packager.engines.containers import excerpt, judge_record, make_result
 from packager.engines.excerpts import run_evidence
 from packager.errors import EngineUnavailableError, InputError, RunError
@@ -607,12 +608,12 @@ class HarborEngine:
     name: str = field(default="harbor", init=False)
 
     def verify(self, request: VerifyRequest) -> TaskResult:
-        """Harbor starts the containers itself: `client` and `memory_mb` are not used."""
+        """Harbor starts the containers itself: `client` and the container limits are unused."""
         return verify_task_harbor(
             request.spec,
             request.paths,
             images=request.images,
-            oracle_runs=request.oracle_runs,
+            oracle_runs=request.config.oracle_runs,
             durations=request.durations,
             extra_logs=request.extra_logs,
             judge_env=request.judge_env,

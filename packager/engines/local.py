@@ -8,16 +8,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest
+from packager.defaults import DEFAULT_ENVIRONMENT
+from packager.engines import VerifyRequest
 from packager.engines.containers import RunPlan, make_result, run_once, wait_for_removals
 from packager.errors import InputError
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
 from packager.render.harbor import collect_command, grader_has_network
+from packager.settings import VerifyConfig
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.storage import OutputPaths
+
+
+DEFAULTS = VerifyConfig()
+"""The verify settings of a run told nothing (two oracle runs, the engine's memory)."""
 
 
 def make_run_plan(
@@ -25,12 +31,13 @@ def make_run_plan(
     paths: OutputPaths,
     images: Mapping[str, str],
     *,
-    memory_mb: int | None = None,
+    config: VerifyConfig = DEFAULTS,
     judge_env: Mapping[str, str] | None = None,
 ) -> RunPlan:
     """How every run of `spec` is made (oracle, nop, a candidate patch, a quality ablation):
-    its images, workdir, collect hook, timeouts, network and, for a browser-judged task, the
-    grader's model endpoint (`judge_env`) and network.
+    its images, workdir, collect hook, timeouts, network, the run's container limits
+    (`config`) and, for a browser-judged task, the grader's model endpoint (`judge_env`) and
+    network.
     """
     slug = spec.provenance.slug
     judged = spec.grading.rule == "judge"
@@ -45,7 +52,7 @@ def make_run_plan(
         grade_timeout_sec=spec.grading.timeout_sec,
         agent_timeout_sec=spec.agent_timeout_sec,
         network=spec.environment.network,
-        memory_mb=memory_mb,
+        memory_mb=config.memory_mb,
         grader_env=judge_grader_env(judge_env) if judged else (),
         grader_network=networked,
         grader_caps=("NET_ADMIN",)
@@ -60,25 +67,24 @@ def verify_task(
     spec: TaskSpec,
     paths: OutputPaths,
     *,
-    oracle_runs: int = 2,
+    config: VerifyConfig = DEFAULTS,
     images: dict[str, str],
     engine: str = "local",
     durations: dict[str, float] | None = None,
     extra_logs: dict[str, str] | None = None,
-    memory_mb: int | None = None,
     judge_env: Mapping[str, str] | None = None,
 ) -> TaskResult:
-    """Run the oracle `oracle_runs` times and the nop once; return the TaskResult.
+    """Run the oracle `config.oracle_runs` times and the nop once; return the TaskResult.
 
     The first run that hits an infrastructure fault ends the task's runs (its status is
     `infra_error` whatever the other runs would say).
     """
     slug = spec.provenance.slug
     logs = paths.log_dir(slug)
-    plan = make_run_plan(spec, paths, images, memory_mb=memory_mb, judge_env=judge_env)
+    plan = make_run_plan(spec, paths, images, config=config, judge_env=judge_env)
     oracle: list[RunResult] = []
     nop: RunResult | None = None
-    for i in range(oracle_runs):
+    for i in range(config.oracle_runs):
         oracle.append(run_once(client, plan, "oracle", logs / f"oracle-{i + 1}"))
         if oracle[-1].grade_status == "infra_error":
             break
@@ -114,12 +120,11 @@ class LocalEngine:
             request.client,
             request.spec,
             request.paths,
-            oracle_runs=request.oracle_runs,
+            config=request.config,
             images=request.images,
             engine=self.name,
             durations=request.durations,
             extra_logs=request.extra_logs,
-            memory_mb=request.memory_mb,
             judge_env=request.judge_env,
         )
 

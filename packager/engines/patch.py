@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import RunResult, TaskSpec
+    from packager.settings import VerifyConfig
     from packager.storage import OutputPaths
 
 AgentKind = Literal["oracle", "nop"]
@@ -29,7 +30,7 @@ def grade_patch(
     patch: bytes | AgentKind,
     *,
     log_dir: Path | None = None,
-    memory_mb: int | None = None,
+    config: VerifyConfig | None = None,
     judge_env: Mapping[str, str] | None = None,
     label: str | None = None,
 ) -> RunResult:
@@ -39,15 +40,16 @@ def grade_patch(
     `patch` is the candidate's bytes, graded as they are (a `patch` run: no agent container;
     they stand for the model.patch the collect hook leaves, so a setup patch comes first), or
     `"oracle"` / `"nop"`: that agent phase runs and the patch it leaves is graded. Logs go to
-    `log_dir` (default `logs/<task>/patch`, or `logs/<task>/<kind>`); the containers are
+    `log_dir` (default `logs/<task>/patch`, or `logs/<task>/<kind>`), under the run's verify
+    settings `config` (container memory); the containers are
     labelled `label` when given, else `<dataset>/<task>`. An infrastructure fault is an
     `infra_error` run, never an exception (`run_once`).
     """
     # heavy: the engine modules load the Docker SDK, which importing this module must not
     from packager.engines import containers
-    from packager.engines.local import make_run_plan
+    from packager.engines.local import DEFAULTS, make_run_plan
 
-    plan = make_run_plan(spec, paths, images, memory_mb=memory_mb, judge_env=judge_env)
+    plan = make_run_plan(spec, paths, images, config=config or DEFAULTS, judge_env=judge_env)
     if label is not None:
         plan = replace(plan, task=label)  # containers labelled as a benchmark's own runs
     kind, candidate = ("patch", patch) if isinstance(patch, bytes) else (patch, None)

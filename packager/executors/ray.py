@@ -440,7 +440,7 @@ def lost_result(spec: TaskSpec, job: Job, node: str | None, why: str) -> TaskRes
         task=slug,
         instance_id=spec.task_id,
         dataset=spec.provenance.dataset,
-        engine=job.engine,
+        engine=job.runner.name,
         expected_nop=spec.expectations.nop_reward,
         status="infra_error",
         reason=why,

@@ -19,6 +19,7 @@ from packager.checks.audit import audit_path, audit_task
 from packager.checks.quality import cached_quality, run_quality, write_quality
 from packager.datasets.recipes import Recipes, parse_base_image_options, read_recipes
 from packager.datasets.sources import iter_rows, open_dataset
+from packager.engines import get_engine
 from packager.engines.patch import grade_patch
 from packager.errors import InputError, PackagerError
 from packager.executors import Events, executor_entry
@@ -315,10 +316,8 @@ class _Run:
             repo_sources=self.sel.merged_repo_sources,
             build_opts=opts,
             verify=self.verify,
-            oracle_runs=cfg.verify.oracle_runs if self.verify else 1,
-            memory_mb=cfg.verify.memory_mb,
-            engine=cfg.verify.engine,
-            harbor_env=cfg.verify.environment,
+            settings=cfg.verify,
+            runner=get_engine(cfg.verify.engine, environment=cfg.verify.environment),
             judge_env=self.judge_env,
         )
 
@@ -363,7 +362,7 @@ def quality_for(
             max_ablations=budget,
             repo_sources=sel.merged_repo_sources,
             mirror_dirs=sel.mirror_dirs,
-            memory_mb=config.verify.memory_mb,
+            settings=config.verify,
         )
         write_quality(paths, report)
     return report
@@ -446,10 +445,10 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
         else:
             opts = build_options(config, sel.mirror_dirs)
             images = build_task(client, spec, paths, sel.merged_repo_sources, opts).images
-        memory = config.verify.memory_mb
         run = grade_patch(
-            client, spec, paths, images, patch.read_bytes(), memory_mb=memory, judge_env=judge_env
-        )
+            client, spec, paths, images, patch.read_bytes(), config=config.verify,
+            judge_env=judge_env,
+        )  # fmt: skip
     return {
         "task": spec.task_id,
         "reward": run.reward,

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 from packager.checks.audit import AuditError, audit_path, audit_task
 from packager.checks.labels import task_labels
 from packager.checks.webapp import check_app_answers
-from packager.engines import DEFAULT_ENVIRONMENT, VerifyRequest, get_engine
+from packager.engines import DEFAULT_ENGINE, Engine, VerifyRequest, get_engine
 from packager.errors import BuildError, PackagerError, RepoSourceError, RowError, RunError
 from packager.images.build import Cancelled, check_cancelled
 from packager.judge.endpoint import missing_judge_env
 from packager.models.app import AppStart
 from packager.models.spec import TaskResult, TaskSpec
 from packager.render.harbor_dataset import task_digest
+from packager.settings import VerifyConfig
 from packager.stages.build import (
     BuildOptions,
     BuildOutcome,
@@ -45,10 +46,10 @@ class Job:
     repo_sources: Mapping[str, str]
     build_opts: BuildOptions
     verify: bool
-    oracle_runs: int
-    memory_mb: int | None = None
-    engine: str = "local"
-    harbor_env: str = DEFAULT_ENVIRONMENT
+    settings: VerifyConfig = field(default_factory=VerifyConfig)
+    """The run's verify settings as the command line gave them (`RunConfig.verify`)."""
+    runner: Engine = field(default_factory=lambda: get_engine(DEFAULT_ENGINE))
+    """The engine of `settings`, made once for the run (the driver makes it)."""
     judge_env: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -172,12 +173,10 @@ class TaskJob:
         result = run_stage(
             staged,
             job.paths,
-            oracle_runs=job.oracle_runs,
+            runner=job.runner,
+            settings=job.settings,
             client=self.client,
-            memory_mb=job.memory_mb,
-            engine=job.engine,
             judge_env=job.judge_env,
-            harbor_env=job.harbor_env,
         )
         # The run stage's whole wall (run plans, containers, grading), beside each run's own.
         durations = {**result.durations, "verify": round(time.monotonic() - started, 3)}
@@ -192,7 +191,7 @@ class TaskJob:
             "task": spec.provenance.slug,
             "instance_id": spec.task_id,
             "dataset": spec.provenance.dataset,
-            "engine": self.job.engine,
+            "engine": self.job.runner.name,
             "expected_nop": spec.expectations.nop_reward,
             "task_digest": task_digest(folder) if (folder / "task.toml").is_file() else None,
         }
@@ -322,23 +321,16 @@ def run_stage(
     staged: Staged,
     paths: OutputPaths,
     *,
-    oracle_runs: int,
+    runner: Engine,
+    settings: VerifyConfig,
     client: DockerClient,
-    memory_mb: int | None = None,
-    engine: str = "local",
     judge_env: Mapping[str, str] | None = None,
-    harbor_env: str = DEFAULT_ENVIRONMENT,
 ) -> TaskResult:
-    """Oracle and nop runs of a built task by the engine named `engine` (`packager.engines`),
-    its trials in environments of type `harbor_env` (Harbor's `--env`; only `docker` for the
-    local engine); every failure of a run becomes the task's result.
-
-    An unknown engine, or an environment type the engine cannot use, raises InputError before
-    anything runs: that is the command line's fault, not the task's.
+    """Oracle and nop runs of a built task by the run's engine `runner`, under the run's verify
+    `settings`; every failure of a run becomes the task's result.
     """
     spec, finish = staged.spec, staged.finish
     check_cancelled()
-    runner = get_engine(engine, environment=harbor_env)
     try:
         verified = runner.verify(
             VerifyRequest(
@@ -346,10 +338,9 @@ def run_stage(
                 paths,
                 client=client,
                 images=staged.images,
-                oracle_runs=oracle_runs,
+                config=settings,
                 durations=staged.durations,
                 extra_logs=staged.logs,
-                memory_mb=memory_mb,
                 judge_env=judge_env,
             )
         )

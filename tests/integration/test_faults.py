@@ -537,6 +537,7 @@ def test_hidden_test_failing_every_other_run_is_flaky(work: Path, docker_client:
     from packager.run.materialize import render_selection
     from packager.run.select import Selection
     from packager.run.store import write_result
+    from packager.settings import VerifyConfig
     from packager.stages.build import BuildOptions
     from packager.stages.job import Job, TaskJob
     from packager.storage import OutputPaths
@@ -551,7 +552,7 @@ def test_hidden_test_failing_every_other_run_is_flaky(work: Path, docker_client:
             repo_sources=sel.merged_repo_sources,
             build_opts=BuildOptions(),
             verify=True,
-            oracle_runs=2,
+            settings=VerifyConfig(oracle_runs=2),
         )
         result = TaskJob(job, _FlipClient(docker_client, volume.name))(spec)
     finally:

@@ -30,6 +30,7 @@ import pytest
 from packager.images.build import BuildOutcome
 from packager.models.spec import TaskResult, TaskSpec
 from packager.render.naming import make_hud_env_name
+from packager.settings import VerifyConfig
 from packager.storage import OutputPaths
 from tests.conftest import ROOT, run_cli
 
@@ -199,7 +200,9 @@ def test_hud_image_rollouts_match_local_engine(
     built = hud_images[task]
     images, tag = built.images, built.tag
     spec = _spec(task)
-    local = verify_task(docker_client, spec, paths, images=images, oracle_runs=1)
+    local = verify_task(
+        docker_client, spec, paths, images=images, config=VerifyConfig(oracle_runs=1)
+    )
     assert isinstance(local, TaskResult)
     assert local.status == "verified", local.reason
     assert local.nop is not None and [r.reward for r in local.oracle] == [1.0]

@@ -87,3 +87,23 @@ def test_the_cli_loads_no_pipeline_until_a_command_runs() -> None:
     loaded = set(ast.literal_eval(done.stdout.strip()))
     heavy = {"run", "stages", "executors", "checks", "release", "images", "adapters", "render"}
     assert "cli" in loaded and loaded & heavy == set()
+
+
+def test_verify_settings_travel_unchanged_to_the_container() -> None:
+    """The run's verify settings go down as one object (`settings.VerifyConfig`: Job →
+    VerifyRequest → the engine → the run plan), not re-spelled at every floor: a container
+    limit is named only where it is declared (the settings, the flag) and where a container is
+    made (the run plan and the container's creation)."""
+    allowed = {
+        "packager/settings.py",
+        "packager/cli/options.py",
+        "packager/engines/local.py",
+        "packager/engines/containers.py",
+    }
+    seen = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "packager").rglob("*.py")
+        if "memory_mb" in p.read_text(encoding="utf-8")
+    }
+    assert seen <= allowed, f"memory_mb spelled out in {sorted(seen - allowed)}"
+    assert "packager/engines/containers.py" in seen  # the test sees what it looks for

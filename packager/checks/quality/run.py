@@ -37,6 +37,7 @@ from packager.errors import InputError
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
     from packager.models.spec import RunResult, TaskResult, TaskSpec
+    from packager.settings import VerifyConfig
     from packager.storage import OutputPaths
 
 
@@ -222,7 +223,7 @@ def run_quality(
     repo_sources: Mapping[str, str] | None = None,
     mirror_dirs: Sequence[str] = (),
     in_base: Callable[[str], bool] | None = None,
-    memory_mb: int | None = None,
+    settings: VerifyConfig | None = None,
     log: Callable[[str], None] | None = None,
 ) -> QualityReport:
     """Ablate the gold patch hunk by hunk and look for instruction leaks (see the module doc).
@@ -230,8 +231,8 @@ def run_quality(
     `images` are the task's built `agent` and `grader` tags (those it was verified with); when
     `result` is given it must be `verified`. `in_base` answers whether a text is in the base
     tree (default: `base_lookup` over `repo_sources`/`mirror_dirs`). Logs of each run go to
-    `logs/<task>/quality/{control,ablation-<n>}/`; `log` receives one line per run.
-    An infrastructure fault of a run is recorded in that run (its hunks: covered None).
+    `logs/<task>/quality/{control,ablation-<n>}/`, under the run's verify `settings`; `log`
+    receives one line per run. A run's infrastructure fault is recorded there (covered None).
     """
     slug = spec.provenance.slug
     if result is not None and result.status != "verified":
@@ -257,7 +258,7 @@ def run_quality(
         spec,
         plan,
         lambda candidate, where: grade_patch(
-            client, spec, paths, images, candidate, log_dir=where, memory_mb=memory_mb
+            client, spec, paths, images, candidate, log_dir=where, config=settings
         ),
         qdir,
         log or (lambda _line: None),

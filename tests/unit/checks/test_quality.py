@@ -41,6 +41,7 @@ from packager.models.spec import (
     TaskResult,
     TaskSpec,
 )
+from packager.settings import VerifyConfig
 from packager.storage import OutputPaths
 
 GIT_ENV = {
@@ -579,6 +580,7 @@ def _verified(status: str = "verified") -> TaskResult:
 
 
 IMAGES = {"agent": "packager/ds.x__y-1:agent-1", "grader": "packager/ds.x__y-1:grader-1"}
+MB768 = VerifyConfig(memory_mb=768)
 
 
 def test_run_quality_flags_an_untested_hunk(
@@ -640,14 +642,14 @@ def test_every_run_goes_through_grade_patch_with_the_tasks_plan(
     monkeypatch.setattr("packager.engines.containers.run_once", run_once)
     paths = OutputPaths(tmp_path, "ds")
     spec = _spec()
-    run_quality(FakeClient(), spec, paths, IMAGES, memory_mb=768, in_base=IN_BASE)  # type: ignore[arg-type]
+    run_quality(FakeClient(), spec, paths, IMAGES, settings=MB768, in_base=IN_BASE)  # type: ignore[arg-type]
     qdir = paths.log_dir("x__y-1") / "quality"
     assert [where for _, _, where in seen] == [
         qdir / "control",
         qdir / "ablation-1",
         qdir / "ablation-2",
     ]
-    want = make_run_plan(spec, paths, IMAGES, memory_mb=768)
+    want = make_run_plan(spec, paths, IMAGES, config=MB768)
     assert all(plan == want and kind == "patch" for plan, kind, _ in seen)
 
 

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from packager import engines
+from packager import defaults
 from packager.engines import get_engine
 from packager.engines import harbor as harbor_engine
 from packager.errors import InputError, UnknownEngineError
 from packager.models.spec import TaskSpec
 from packager.registry import ENGINES
+from packager.settings import VerifyConfig
 from packager.storage import OutputPaths
 from tests.conftest import run_cli
 
@@ -140,23 +141,24 @@ def test_run_stage_passes_harbor_env_to_both_jobs(
 
     staged = Staged(spec, images, {}, {"build": 1.0}, {}, finish)
     client: Any = None  # the harbor engine starts no container itself
-    result = run_stage(
-        staged, paths, oracle_runs=2, client=client, engine="harbor", harbor_env="daytona"
-    )
+    settings = VerifyConfig(oracle_runs=2, engine="harbor", harbor_env="daytona")
+    runner = get_engine("harbor", environment=settings.environment)
+    result = run_stage(staged, paths, runner=runner, settings=settings, client=client)
     assert [_env_of(args) for args in recorded.args] == ["daytona", "daytona"]
     assert [args[args.index("-a") + 1] for args in recorded.args] == ["oracle", "nop"]
     assert result.engine == "harbor"
     assert result.status == "infra_error"  # nothing ran: no trial result
 
     recorded.args.clear()
-    run_stage(staged, paths, oracle_runs=1, client=client, engine="harbor")
+    runner = get_engine("harbor")
+    run_stage(staged, paths, runner=runner, settings=VerifyConfig(oracle_runs=1), client=client)
     assert [_env_of(args) for args in recorded.args] == ["docker", "docker"]
 
     recorded.args.clear()
     with pytest.raises(UnknownEngineError):
-        run_stage(staged, paths, oracle_runs=1, client=client, engine="ray")
+        get_engine("ray")
     with pytest.raises(InputError, match="local Docker engine only"):
-        run_stage(staged, paths, oracle_runs=1, client=client, harbor_env="e2b")
+        get_engine("local", environment="e2b")
     assert recorded.args == []
 
 
@@ -198,7 +200,7 @@ def test_cli_help_lists_engines_and_harbor_env() -> None:
     assert proc.returncode == 0
     assert "local|harbor" in proc.stdout
     assert "--harbor-env" in proc.stdout
-    assert engines.DEFAULT_ENVIRONMENT == "docker"
+    assert defaults.DEFAULT_ENVIRONMENT == "docker"
 
 
 def _sample_spec(task: str) -> TaskSpec:
@@ -228,7 +230,9 @@ def test_one_run_plan_for_every_run_of_a_task(tmp_path: Path) -> None:
         "PACKAGER_JUDGE_MODEL": "m",
     }
     spec = _spec()
-    plain = make_run_plan(spec, paths, images, memory_mb=512, judge_env=endpoint)
+    plain = make_run_plan(
+        spec, paths, images, config=VerifyConfig(memory_mb=512), judge_env=endpoint
+    )
     assert (plain.grader_env, plain.grader_network) == ((), False)
     assert (plain.agent_image, plain.grader_image, plain.memory_mb) == ("a:1", "g:1", 512)
     assert plain.agent_timeout_sec == spec.agent_timeout_sec

@@ -16,9 +16,11 @@ from packager.engines.containers import RunPlan
 from packager.engines.local import make_run_plan
 from packager.engines.patch import grade_patch
 from packager.models.spec import RunResult, TaskSpec
+from packager.settings import VerifyConfig
 from packager.storage import OutputPaths
 
 IMAGES = {"agent": "packager/samples.t:agent-1", "grader": "packager/samples.t:grader-1"}
+MB512 = VerifyConfig(memory_mb=512)
 ENDPOINT = {"PACKAGER_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "PACKAGER_JUDGE_MODEL": "m"}
 
 
@@ -61,10 +63,10 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
 def test_a_patch_is_graded_with_the_tasks_own_plan(calls: list[Call], tmp_path: Path) -> None:
     spec = _sample("samples__textkit-1")
     paths = OutputPaths(tmp_path, "samples")
-    run = grade_patch(object(), spec, paths, IMAGES, b"diff --git a/x b/x\n", memory_mb=512)  # type: ignore[arg-type]
+    run = grade_patch(object(), spec, paths, IMAGES, b"diff --git a/x b/x\n", config=MB512)  # type: ignore[arg-type]
     [call] = calls
     assert (call.kind, call.patch) == ("patch", b"diff --git a/x b/x\n")
-    assert call.plan == make_run_plan(spec, paths, IMAGES, memory_mb=512)
+    assert call.plan == make_run_plan(spec, paths, IMAGES, config=MB512)
     assert call.plan.task == "samples/samples__textkit-1" and call.plan.memory_mb == 512
     assert call.log_dir == paths.log_dir("samples__textkit-1") / "patch"
     assert (run.kind, run.reward, run.log_dir) == ("patch", 1.0, str(call.log_dir))

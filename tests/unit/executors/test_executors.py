@@ -232,7 +232,7 @@ def _flight(tmp_path: Path) -> tuple[object, object]:
         provenance=SimpleNamespace(slug="gen__calc-3", dataset="rows"),
         expectations=SimpleNamespace(nop_reward=None),
     )
-    job = SimpleNamespace(engine="local", paths=OutputPaths(tmp_path, "rows"))
+    job = SimpleNamespace(runner=SimpleNamespace(name="local"), paths=OutputPaths(tmp_path, "rows"))
     node = Node("c" * 56, "10.0.0.3", "three", 2.0, running=0)
     return ray_executor._InFlight(spec, node), job  # type: ignore[arg-type]
 

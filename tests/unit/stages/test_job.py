@@ -13,6 +13,7 @@ import pytest
 
 from packager.errors import BuildError, RowError
 from packager.models.spec import TaskSpec
+from packager.settings import VerifyConfig
 from packager.stages import job as job_module
 from packager.stages.build import (
     BuildOptions,
@@ -41,7 +42,7 @@ def _job(tmp_path: Path, spec: TaskSpec, *, verify: bool) -> Job:
         repo_sources={},
         build_opts=BuildOptions(),
         verify=verify,
-        oracle_runs=1,
+        settings=VerifyConfig(oracle_runs=1),
     )
 
 

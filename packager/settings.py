@@ -1,0 +1,95 @@
+"""The run settings that travel below the configuration unchanged: the base of every
+configuration section, and `VerifyConfig`, which the stages and engines read as it is (the
+command line's `RunConfig.verify`, not a copy in another shape). A leaf beside the models:
+checks that need an engine or an executor are `RunConfig`'s (packager.config).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+from packager.defaults import DEFAULT_ENVIRONMENT
+from packager.errors import InputError
+
+PARTIAL = "partial"
+"""Validation context flag: a file on its own, before the command line completes it (checks
+between fields wait for the whole)."""
+
+
+class Section(BaseModel):
+    """A section of the configuration; its validators are built on first use (so `--help`
+    needs none).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+def whole(info: ValidationInfo) -> bool:
+    return not (info.context or {}).get(PARTIAL, False)
+
+
+class VerifyConfig(Section):
+    """How tasks are verified (or one candidate patch graded)."""
+
+    engine: str = Field(
+        "local",
+        description=(
+            "Verification engine: local (Docker SDK, seconds per run) or harbor "
+            "(the real `harbor run` in the pinned .harbor environment; `make "
+            "harbor`)."
+        ),
+    )
+    harbor_env: str | None = Field(
+        None,
+        description=(
+            "With --engine harbor: Harbor's environment type for the trials "
+            "(`harbor run --env`), default docker; e.g. daytona, modal or e2b for "
+            "Harbor's cloud sandboxes (docs/harbor.md)."
+        ),
+    )
+    oracle_runs: int = Field(2, ge=1, description="Oracle runs per task.")
+    force: bool = Field(
+        False, description="Verify again tasks already verified for the same images (no resume)."
+    )
+    memory_mb: int | None = Field(
+        None,
+        ge=16,
+        description=(
+            "Memory limit of each agent and grader container, in MiB (no swap "
+            "beyond it); a run killed for memory is an infra_error."
+        ),
+    )
+    judge: str = Field(
+        "env",
+        description=(
+            "Where a browser judge's model is (SWEeper tasks): env = the endpoint "
+            "named by PACKAGER_JUDGE_BASE_URL, PACKAGER_JUDGE_MODEL and "
+            "PACKAGER_JUDGE_API_KEY (unset: the task stops at needs_judge); replay "
+            "= a local server replaying the sample's recorded model turns "
+            "(packager/samples/replays/<id>.yaml), started and stopped by this "
+            "command."
+        ),
+    )
+    patch: Path | None = Field(
+        None, description="Grade this candidate patch instead; prints one JSON object."
+    )
+
+    @property
+    def environment(self) -> str:
+        """The environment type trials run in (`--harbor-env`, docker by default)."""
+        return self.harbor_env if self.harbor_env is not None else DEFAULT_ENVIRONMENT
+
+    @model_validator(mode="after")
+    def _harbor_env(self, info: ValidationInfo) -> Self:
+        """`--harbor-env` is for the harbor engine (what each engine accepts: RunConfig)."""
+        if not whole(info):
+            return self
+        if self.harbor_env is not None and self.engine != "harbor":
+            raise InputError(
+                f"--harbor-env {self.harbor_env} needs --engine harbor (the {self.engine} engine "
+                "runs on the local Docker engine)"
+            )
+        return self
