@@ -44,10 +44,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from packager.context import RunContext
 from packager.errors import RunError
 from packager.images.build import (
     DockerClient,
-    check_cancelled,
     is_connection_error,
     labels_for,
 )
@@ -527,7 +527,12 @@ class _Transcript:
 
 
 def _create_app_box(
-    client: DockerClient, image: str, start: AppStart, workdir: str, log: _Transcript
+    client: DockerClient,
+    image: str,
+    start: AppStart,
+    workdir: str,
+    log: _Transcript,
+    run: RunContext,
 ) -> Any:
     """The app's container, created (not started): no network, `PORT` set, labelled."""
     import docker.errors
@@ -537,7 +542,7 @@ def _create_app_box(
             image,
             command=["bash", "-c", _wrapper(workdir, start.command)],
             name=f"packager-app-{uuid.uuid4().hex[:10]}",
-            labels=labels_for(log.task, "app"),
+            labels=labels_for(log.task, "app", run),
             environment={"PORT": str(start.port)},
             network_mode="none",
             detach=True,
@@ -564,14 +569,16 @@ def _exited(box: Any, log: _Transcript, what: str) -> RunError | None:
     )
 
 
-def _poll(box: Any, start: AppStart, timeout_sec: float, log: _Transcript, what: str) -> float:
+def _poll(
+    box: Any, start: AppStart, timeout_sec: float, log: _Transcript, what: str, run: RunContext
+) -> float:
     """Probe the started app from inside until it answers HTTP; the seconds it took."""
     import docker.errors
 
     deadline = log.started + timeout_sec
     not_http: str | None = None
     while True:
-        check_cancelled()
+        run.check()
         gone = _exited(box, log, what)
         if gone is not None:
             raise gone
@@ -618,6 +625,7 @@ def check_app_answers(
     log_path: Path,
     timeout_sec: float = 60.0,
     task: str,
+    run: RunContext,
 ) -> float:
     """Start the app in a container of `image` (no network; loopback works) and poll from
     inside until GET / on 127.0.0.1:PORT gets an HTTP status line. Return the seconds it took.
@@ -628,7 +636,7 @@ def check_app_answers(
     """
     import docker.errors
 
-    check_cancelled()
+    run.check()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = _Transcript(
         log_path,
@@ -644,11 +652,11 @@ def check_app_answers(
         ],
     )
     what = f"`{start.command}` (port {start.port})"
-    box = _create_app_box(client, image, start, workdir, log)
+    box = _create_app_box(client, image, start, workdir, log, run)
     try:
         log.started = time.monotonic()
         box.start()
-        return _poll(box, start, timeout_sec, log, what)
+        return _poll(box, start, timeout_sec, log, what, run)
     except RunError:
         raise
     except Exception as exc:  # SDK errors while the app runs

@@ -18,9 +18,10 @@ other type.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from packager.context import RunContext
 from packager.errors import UnknownEngineError
 from packager.registry import ENGINES, EngineName, load, parse
 from packager.settings import VerifyConfig
@@ -51,6 +52,8 @@ class VerifyRequest:
     durations: dict[str, float] | None = None
     extra_logs: dict[str, str] | None = None
     judge_env: Mapping[str, str] | None = None
+    run: RunContext = field(default_factory=RunContext)
+    """The run the task's containers belong to (labels, Ctrl-C)."""
 
 
 class Engine(Protocol):

@@ -25,10 +25,11 @@ import weakref
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packager.context import RunContext
 from packager.engines.excerpts import run_evidence
 from packager.engines.mounts import (
     RunFolders,
@@ -44,7 +45,6 @@ from packager.engines.mounts import (
 from packager.errors import RunError
 from packager.images.build import (
     DockerClient,
-    check_cancelled,
     is_connection_error,
     labels_for,
 )
@@ -112,6 +112,8 @@ class RunPlan:
     (the runtime routes them into loopback, in a namespace with no network)."""
     cpus: float | None = None
     """CPUs of every run container (the task's `Environment.cpus`, at most the engine's)."""
+    run: RunContext = field(default_factory=RunContext, compare=False)
+    """The run the containers belong to (their labels name it; Ctrl-C stops the next one)."""
 
 
 HOST_ALIAS = "host.docker.internal"
@@ -164,12 +166,14 @@ def _container(
     folder: Path | None = None,
     solution: Path | None = None,
     cap_add: tuple[str, ...] = (),
+    *,
+    run: RunContext,
 ) -> Iterator[Any]:
     """A created container, removed (forced) on leaving: here, or with `background` in a
     thread (`remove_later`), so the run does not wait for it. `folder` is mounted at /logs,
     `solution` read-only at /solution.
     """
-    check_cancelled()
+    run.check()
     name = f"packager-{role}-{uuid.uuid4().hex[:10]}"
     kwargs: dict[str, Any] = (
         {"extra_hosts": {HOST_ALIAS: "host-gateway"}} if network else {"network_mode": "none"}
@@ -189,7 +193,7 @@ def _container(
         image,
         command=command,
         name=name,
-        labels=labels_for(task, role),
+        labels=labels_for(task, role, run),
         working_dir=workdir,
         detach=True,
         **kwargs,
@@ -318,6 +322,7 @@ def agent_phase(
         background=background,
         folder=folder,
         solution=solution,
+        run=plan.run,
     ) as box:
         if kind == "oracle" and solution is None:
             files = {
@@ -410,6 +415,7 @@ def _grader_container(
         background=True,
         folder=folder,
         cap_add=plan.grader_caps,
+        run=plan.run,
     )
 
 

@@ -32,12 +32,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from packager.context import RunContext
 from packager.defaults import DEFAULT_ENVIRONMENT
 from packager.engines import VerifyRequest
 from packager.engines.containers import excerpt, judge_record, make_result
 from packager.engines.excerpts import run_evidence
 from packager.errors import EngineUnavailableError, InputError, RunError
-from packager.images import build
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
 from packager.render import naming
@@ -142,14 +142,17 @@ def docker_config_dir(harbor: Path | None = None) -> Path | None:
 
 
 def harbor_env(run_id: str | None = None) -> dict[str, str]:
-    """The environment of every harbor command: Compose plugin, no telemetry, run label."""
+    """The environment of every harbor command: Compose plugin, no telemetry, and the run
+    label of the containers it starts (`run_id`; without one the tasks' own default).
+    """
     env = {
         **os.environ,
         "HARBOR_TELEMETRY": "0",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "COLUMNS": "200",
-        RUN_ID_VARIABLE: run_id or build.RUN_ID,
     }
+    if run_id is not None:
+        env[RUN_ID_VARIABLE] = run_id
     config = docker_config_dir()
     if config is not None:
         env["DOCKER_CONFIG"] = str(config)
@@ -211,16 +214,21 @@ class HarborJob:
 
 
 def run_jobs(
-    jobs: Sequence[HarborJob], *, label: str, extra_env: Mapping[str, str] | None = None
+    jobs: Sequence[HarborJob],
+    *,
+    label: str,
+    run: RunContext,
+    extra_env: Mapping[str, str] | None = None,
 ) -> list[int]:
-    """Run harbor jobs side by side; returns their exit codes. `extra_env` reaches Harbor's
-    process (a task's `[verifier].env` reads `${PACKAGER_JUDGE_...}` from it).
+    """Run harbor jobs side by side for `run` (its id labels their containers); returns their
+    exit codes. `extra_env` reaches Harbor's process (a task's `[verifier].env` reads
+    `${PACKAGER_JUDGE_...}` from it).
 
     A job past its deadline is stopped and its containers removed; RunError is raised once
     every job has ended.
     """
     harbor = require_harbor()
-    env = {**harbor_env(), **(extra_env or {})}
+    env = {**harbor_env(run.run_id), **(extra_env or {})}
     procs: list[tuple[HarborJob, subprocess.Popen[bytes], float]] = []
     try:
         for job in jobs:
@@ -454,10 +462,10 @@ def task_job(
     )
 
 
-def _task_labels(spec: TaskSpec) -> dict[str, str]:
+def _task_labels(spec: TaskSpec, run: RunContext) -> dict[str, str]:
     return {
         naming.LABEL_TOOL: "packager",
-        naming.LABEL_RUN: build.RUN_ID,
+        naming.LABEL_RUN: run.run_id,
         naming.LABEL_TASK: f"{spec.provenance.dataset}/{spec.provenance.slug}",
     }
 
@@ -488,16 +496,18 @@ def verify_task_harbor(
     timeout_sec: float | None = None,
     judge_env: Mapping[str, str] | None = None,
     env_type: str = DEFAULT_ENVIRONMENT,
+    run: RunContext | None = None,
 ) -> TaskResult:
     """Oracle `oracle_runs` times (one job, `-k`) and nop once (a second job, run alongside)
-    through the real `harbor run` in Harbor environments of type `env_type`; the TaskResult is
-    decided as for the local engine.
+    through the real `harbor run` in Harbor environments of type `env_type`, their containers
+    labelled with `run`; the TaskResult is decided as for the local engine.
     """
+    run = run or RunContext()
     slug = spec.provenance.slug
     task_dir = paths.task_dir(slug)
     _check_images(task_dir, images)
     jobs_root = paths.base / JOBS_DIR / slug
-    labels = _task_labels(spec)
+    labels = _task_labels(spec, run)
     concurrency = min(oracle_runs, ORACLE_CONCURRENCY)
     oracle_job = task_job(
         task_dir,
@@ -520,6 +530,7 @@ def verify_task_harbor(
     codes = run_jobs(
         [oracle_job, nop_job],
         label=f"{spec.provenance.dataset}/{slug}",
+        run=run,
         extra_env=dict(judge_grader_env(judge_env)) if spec.grading.rule == "judge" else None,
     )
     oracle = [trial_run("oracle", t) for t in read_trials(oracle_job.job_dir)][:oracle_runs]
@@ -552,11 +563,13 @@ def run_dataset(
     concurrency: int = 2,
     timeout_sec: float = 3600.0,
     env_type: str = DEFAULT_ENVIRONMENT,
+    run: RunContext | None = None,
 ) -> list[Trial]:
     """`harbor run -d <name>@<version> --registry-path registry.json -a <agent> --env
     <env_type>` from `<out>/<dataset>`; returns every trial (job in
     `harbor-jobs/@dataset/<agent>/`).
     """
+    run = run or RunContext()
     base = paths.base.resolve()
     jobs_root = base / JOBS_DIR / DATASET_JOBS
     args = [
@@ -588,9 +601,9 @@ def run_dataset(
         cwd=base,
         log_path=jobs_root / f"{agent}.log",
         timeout_sec=timeout_sec,
-        cleanup_labels={"packager.tool": "packager", "packager.run": build.RUN_ID},
+        cleanup_labels={"packager.tool": "packager", "packager.run": run.run_id},
     )
-    code = run_jobs([job], label=f"{paths.dataset}@{version}")[0]
+    code = run_jobs([job], label=f"{paths.dataset}@{version}", run=run)[0]
     trials = read_trials(job.job_dir)
     if not trials:
         raise RunError(paths.dataset, _no_trial(job, code), job.log_path)
@@ -618,6 +631,7 @@ class HarborEngine:
             extra_logs=request.extra_logs,
             judge_env=request.judge_env,
             env_type=self.environment,
+            run=request.run,
         )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from packager.context import RunContext
 from packager.defaults import DEFAULT_ENVIRONMENT
 from packager.engines import VerifyRequest
 from packager.engines.containers import RunPlan, make_result, run_once, wait_for_removals
@@ -33,6 +34,7 @@ def make_run_plan(
     *,
     config: VerifyConfig = DEFAULTS,
     judge_env: Mapping[str, str] | None = None,
+    run: RunContext | None = None,
 ) -> RunPlan:
     """How every run of `spec` is made (oracle, nop, a candidate patch, a quality ablation):
     its images, workdir, collect hook, timeouts, network, the run's container limits
@@ -59,6 +61,7 @@ def make_run_plan(
         if spec.grading.unroutable and not grader_has_network(spec)
         else (),
         cpus=spec.environment.cpus,
+        run=run or RunContext(),
     )
 
 
@@ -73,6 +76,7 @@ def verify_task(
     durations: dict[str, float] | None = None,
     extra_logs: dict[str, str] | None = None,
     judge_env: Mapping[str, str] | None = None,
+    run: RunContext | None = None,
 ) -> TaskResult:
     """Run the oracle `config.oracle_runs` times and the nop once; return the TaskResult.
 
@@ -81,7 +85,7 @@ def verify_task(
     """
     slug = spec.provenance.slug
     logs = paths.log_dir(slug)
-    plan = make_run_plan(spec, paths, images, config=config, judge_env=judge_env)
+    plan = make_run_plan(spec, paths, images, config=config, judge_env=judge_env, run=run)
     oracle: list[RunResult] = []
     nop: RunResult | None = None
     for i in range(config.oracle_runs):
@@ -126,6 +130,7 @@ class LocalEngine:
             durations=request.durations,
             extra_logs=request.extra_logs,
             judge_env=request.judge_env,
+            run=request.run,
         )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from packager.context import RunContext
     from packager.images.build import DockerClient
     from packager.models.spec import RunResult, TaskSpec
     from packager.settings import VerifyConfig
@@ -33,6 +34,7 @@ def grade_patch(
     config: VerifyConfig | None = None,
     judge_env: Mapping[str, str] | None = None,
     label: str | None = None,
+    run: RunContext | None = None,
 ) -> RunResult:
     """Grade one candidate of `spec` with its built `images` (`agent`, `grader` tags) in a
     fresh grader container, through the grading runtime that verifies the task.
@@ -49,7 +51,9 @@ def grade_patch(
     from packager.engines import containers
     from packager.engines.local import DEFAULTS, make_run_plan
 
-    plan = make_run_plan(spec, paths, images, config=config or DEFAULTS, judge_env=judge_env)
+    plan = make_run_plan(
+        spec, paths, images, config=config or DEFAULTS, judge_env=judge_env, run=run
+    )
     if label is not None:
         plan = replace(plan, task=label)  # containers labelled as a benchmark's own runs
     kind, candidate = ("patch", patch) if isinstance(patch, bytes) else (patch, None)

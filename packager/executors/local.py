@@ -72,17 +72,17 @@ class LocalExecutor:
                         stage_of[run] = "run"
                         pending.add(run)
         except KeyboardInterrupt:
-            build.CANCEL.set()
+            job.run.cancel.set()
             for pool in (build_pool, run_pool):
                 pool.shutdown(wait=False, cancel_futures=True)
-            removed = build.remove_run_containers(self.client)
+            removed = build.remove_run_containers(self.client, job.run)
             # Workers stop at their next container or build; wait for them, then sweep again.
             for future in list(stage_of):
                 try:
                     future.exception(timeout=60)
                 except BaseException:  # noqa: BLE001 - cancelled, timed out or interrupted again
                     pass
-            removed += build.remove_run_containers(self.client)
+            removed += build.remove_run_containers(self.client, job.run)
             raise Interrupted(removed) from None
         for pool in (build_pool, run_pool):
             pool.shutdown(wait=True)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from packager import repos
 from packager.config import ray_head
+from packager.context import Cancelled
 from packager.errors import Interrupted, RepoSourceError
 from packager.executors import (
     ClusterUnavailableError,
@@ -51,7 +52,6 @@ from packager.executors import (
     ExecutorError,
 )
 from packager.images import build
-from packager.images.build import Cancelled
 from packager.models.spec import TaskResult, TaskSpec
 from packager.release.publish import Registry, push_image
 from packager.render import naming
@@ -275,7 +275,7 @@ class RayExecutor:
                         events.built()
                         events.result(result)
             except KeyboardInterrupt:
-                raise self._interrupt(ray, inflight) from None
+                raise self._interrupt(ray, inflight, job) from None
         finally:
             if ray.is_initialized():
                 ray.shutdown()
@@ -294,7 +294,6 @@ class RayExecutor:
         sources = dict(job.repo_sources) if self.shared_repos else {}
         return {
             "code": code_fingerprint(),
-            "run_id": build.RUN_ID,
             "job": replace(job, repo_sources=sources, judge_env=dict(job.judge_env)),
             "registry": self.registry,
             "shared_repos": self.shared_repos,
@@ -400,8 +399,10 @@ class RayExecutor:
             reference, pushed = push_image(self.local_client, self.registry, image, self.log)
             self.log(f"ray: base image {image} {'pushed' if pushed else 'already'} at {reference}")
 
-    def _interrupt(self, ray: Any, inflight: Mapping[Any, _InFlight]) -> Interrupted:
-        """Cancel the jobs (each removes its containers), then sweep every live node."""
+    def _interrupt(self, ray: Any, inflight: Mapping[Any, _InFlight], job: Job) -> Interrupted:
+        """Cancel the jobs (each removes its containers), then sweep every live node for the
+        containers of `job`'s run.
+        """
         for ref in inflight:
             try:
                 ray.cancel(ref, force=False)
@@ -423,7 +424,7 @@ class RayExecutor:
         refs = [
             sweep.options(
                 num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)
-            ).remote(build.RUN_ID)
+            ).remote(job.run.run_id)
             for n in alive
         ]
         try:
@@ -621,17 +622,16 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
             f"{here[:12]} on the node, {str(payload['code'])[:12]} on the driver): install "
             "the same packager on every node"
         }
-    build.CANCEL.clear()  # a worker process runs many jobs: an earlier Ctrl-C is over
-    build.RUN_ID = str(payload["run_id"])  # containers carry the driver's run: one sweep finds all
     spec = TaskSpec.model_validate_json(payload["spec"])
     slug = spec.provenance.slug
     root = Path(tempfile.mkdtemp(prefix="packager-ray-")).resolve()
     client: Any = None
+    job: Job | None = None
     try:
         job = _node_job(payload, root, shipped)
         unpack_files(task_tar, job.paths.base)
         client = build.connect()
-        build.remove_orphan_containers(client)
+        build.remove_orphan_containers(client, job.run)
         _pull_bases(client, job, slug, payload["registry"])
         result = TaskJob(job, client)(spec)
         pushed = _push_images(client, payload["registry"], result)
@@ -643,9 +643,12 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
             "host": socket.gethostname(),
         }
     except (KeyboardInterrupt, Cancelled):
-        build.CANCEL.set()
-        if client is not None:
-            build.remove_run_containers(client)
+        # The job arrived with the driver's run id (its containers carry it: one sweep finds
+        # every node's) and a cancellation of its own, unset: this job's alone.
+        if job is not None:
+            job.run.cancel.set()
+            if client is not None:
+                build.remove_run_containers(client, job.run)
         raise
     finally:
         shutil.rmtree(root, ignore_errors=True)

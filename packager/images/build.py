@@ -16,11 +16,11 @@ import socket
 import tempfile
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from packager.context import RunContext
 from packager.errors import BuildError, EngineUnavailableError, PackagerError, RunError
 from packager.images import bases
 from packager.render import naming
@@ -87,43 +87,33 @@ class BuildOutcome:
     log_path: Path | None
 
 
-RUN_ID = uuid.uuid4().hex[:12]
-"""Labels containers of this process, so Ctrl-C removes exactly what this run started."""
-
 LABEL_PID = "packager.pid"
 LABEL_HOST = "packager.host"
 """Containers also name the process that owns them, so a later run can remove the orphans of a
 run that died with the daemon unreachable (it could not remove its own containers then)."""
 
-CANCEL = threading.Event()
-"""Set on Ctrl-C: workers stop before their next container or build, and builds stop waiting."""
 
-
-class Cancelled(Exception):
-    """The run was interrupted (Ctrl-C); raised in workers, never reported as a task result."""
-
-
-def check_cancelled() -> None:
-    """Raise Cancelled once the run has been interrupted."""
-    if CANCEL.is_set():
-        raise Cancelled
-
-
-def labels_for(task: str, role: str, *, container: bool = True) -> dict[str, str]:
-    """Labels on every image and container this tool makes (containers also name the run)."""
+def labels_for(
+    task: str, role: str, run: RunContext | None = None, *, container: bool = True
+) -> dict[str, str]:
+    """Labels on every image and container this tool makes (containers also name their run,
+    its process and host: `run` is required for them).
+    """
     labels = {naming.LABEL_TOOL: "packager", naming.LABEL_TASK: task, naming.LABEL_ROLE: role}
     if container:
-        labels[naming.LABEL_RUN] = RUN_ID
+        if run is None:
+            raise ValueError("a container's labels name its run")
+        labels[naming.LABEL_RUN] = run.run_id
         labels[LABEL_PID] = str(os.getpid())
         labels[LABEL_HOST] = socket.gethostname()
     return labels
 
 
-def remove_run_containers(client: DockerClient) -> int:
-    """Force-remove every container this process started (after Ctrl-C); returns the count."""
+def remove_run_containers(client: DockerClient, run: RunContext) -> int:
+    """Force-remove every container `run` started (after Ctrl-C); returns the count."""
     return _remove(
         client.containers.list(
-            all=True, sparse=True, filters={"label": f"{naming.LABEL_RUN}={RUN_ID}"}
+            all=True, sparse=True, filters={"label": f"{naming.LABEL_RUN}={run.run_id}"}
         )
     )
 
@@ -138,7 +128,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_orphan_containers(client: DockerClient) -> int:
+def remove_orphan_containers(client: DockerClient, run: RunContext) -> int:
     """Remove containers left by packager runs of this host whose process is gone (a run that
     lost the daemon cannot remove its own containers). Live runs' containers are never touched.
     """
@@ -153,7 +143,7 @@ def remove_orphan_containers(client: DockerClient) -> int:
     ):
         labels = container.attrs.get("Labels") or {}
         pid = labels.get(LABEL_PID, "")
-        if labels.get(naming.LABEL_RUN) == RUN_ID or not pid.isdigit():
+        if labels.get(naming.LABEL_RUN) == run.run_id or not pid.isdigit():
             continue
         if not _pid_alive(int(pid)):
             orphans.append(container)
@@ -246,11 +236,13 @@ def build_image(
     force: bool = False,
     context_tar: bytes | None = None,
     extra_hosts: dict[str, str] | None = None,
+    run: RunContext | None = None,
 ) -> BuildOutcome:
     """Build `context` into `tag` unless it exists (or `force`); raise BuildError with the log
     on failure. `labels` are added to the tool's own. `context_tar`, when given, is sent as
     the build context instead of the folder `context`. `extra_hosts` go into the build
     containers' /etc/hosts only (neither the image nor the build cache's keys see them).
+    The build stops waiting (Cancelled) once `run` is cancelled.
     """
     if not force and image_exists(client, tag):
         return BuildOutcome(tag, False, 0.0, None)
@@ -297,7 +289,8 @@ def build_image(
     worker.start()
     deadline = started + timeout_sec
     while not done.wait(0.5):
-        check_cancelled()
+        if run is not None:
+            run.check()
         if time.monotonic() >= deadline:
             raise BuildError(task, tag, f"timed out after {timeout_sec:.0f} s", log_path)
     if lost:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packager.images.build import DockerClient, build_image, check_cancelled, image_size_mb
+from packager.context import RunContext
+from packager.images.build import DockerClient, build_image, image_size_mb
 from packager.render import naming
 
 FLATTEN_RECIPE = "1"
@@ -239,16 +240,24 @@ _FLATTEN_LOCKS_GUARD = threading.Lock()
 
 
 def flatten_image(
-    client: DockerClient, plan: FlatBase, *, task: str, log_path: Path, timeout_sec: float
+    client: DockerClient,
+    plan: FlatBase,
+    *,
+    task: str,
+    log_path: Path,
+    timeout_sec: float,
+    run: RunContext | None = None,
 ) -> FlattenOutcome:
     """Build the flat image of `plan` unless it exists (`build_image`: a deadline, a log, the
     tool's labels with role `flat`). Builds of one plan in this process run one at a time: a
-    task that waits for another's build reuses its image.
+    task that waits for another's build reuses its image (waiting stops when `run` is
+    cancelled).
     """
     with _FLATTEN_LOCKS_GUARD:
         lock = _FLATTEN_LOCKS.setdefault(plan.tag, threading.Lock())
     while not lock.acquire(timeout=0.5):
-        check_cancelled()
+        if run is not None:
+            run.check()
     try:
         with tempfile.TemporaryDirectory(prefix="packager-flat-") as tmp:
             (Path(tmp) / "Dockerfile").write_text(plan.dockerfile)
@@ -261,6 +270,7 @@ def flatten_image(
                 log_path=log_path,
                 timeout_sec=timeout_sec,
                 labels={LABEL_FLATTENED_FROM: plan.source},
+                run=run,
             )
     finally:
         lock.release()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from packager.adapters import Context, detect_schema, row_id, to_spec
 from packager.checks.audit import audit_path, audit_task
 from packager.checks.quality import cached_quality, run_quality, write_quality
+from packager.context import RunContext
 from packager.datasets.recipes import Recipes, parse_base_image_options, read_recipes
 from packager.datasets.sources import iter_rows, open_dataset
 from packager.engines import get_engine
@@ -229,11 +230,13 @@ class _Run:
         self.client: DockerClient | None = None
         self.results: list[TaskResult] = []
         self.flagged: list[str] = []
+        self.context = RunContext()
+        """This run's id and cancellation, handed to every job (packager.context)."""
 
     def run(self, specs: list[TaskSpec]) -> RunOutcome:
         if executor_entry(self.config.executor.name).local_engine:
             self.client = connect()
-            swept = build.remove_orphan_containers(self.client)
+            swept = build.remove_orphan_containers(self.client, self.context)
             if swept:
                 self.display.note(
                     f"removed {swept} container(s) left by an earlier run that did not finish"
@@ -296,7 +299,9 @@ class _Run:
         if result.status != "verified":
             return
         assert self.client is not None  # --quality runs with the local executor only
-        report = quality_for(self.config, self.client, spec, self.paths, result, self.sel)
+        report = quality_for(
+            self.config, self.client, spec, self.paths, result, self.sel, self.context
+        )
         self.display.quality(report)
         if report.flagged:
             self.flagged.append(result.instance_id)
@@ -310,7 +315,7 @@ class _Run:
 
     def _job(self) -> Job:
         cfg = self.config
-        opts = build_options(cfg, self.sel.mirror_dirs)
+        opts = build_options(cfg, self.sel.mirror_dirs, self.context)
         return Job(
             paths=self.paths,
             repo_sources=self.sel.merged_repo_sources,
@@ -342,9 +347,11 @@ def quality_for(
     paths: OutputPaths,
     result: TaskResult,
     sel: Selection,
+    run: RunContext,
 ) -> QualityReport:
     """The quality report of a verified task: the saved one when images, gold patch and
-    instruction are unchanged (unless `force`), else a new run; written to results/.
+    instruction are unchanged (unless `force`), else a new run (its containers `run`'s);
+    written to results/.
     """
     budget = config.quality.max_ablations
     report = (
@@ -363,6 +370,7 @@ def quality_for(
             repo_sources=sel.merged_repo_sources,
             mirror_dirs=sel.mirror_dirs,
             settings=config.verify,
+            run=run,
         )
         write_quality(paths, report)
     return report
@@ -374,6 +382,7 @@ def check_quality(config: RunConfig, display: Display) -> QualityOutcome:
     specs = render_selection(sel, config.out)
     paths = output_paths(config.out, sel.dataset.name)
     client = connect()
+    context = RunContext()
     unverified: list[str] = []
     flagged: list[str] = []
     for spec in specs:
@@ -382,7 +391,7 @@ def check_quality(config: RunConfig, display: Display) -> QualityOutcome:
             display.skipped(spec.task_id, result.status if result else "not packaged")
             unverified.append(spec.task_id)
             continue
-        report = quality_for(config, client, spec, paths, result, sel)
+        report = quality_for(config, client, spec, paths, result, sel, context)
         display.quality(report)
         if report.flagged:
             flagged.append(spec.task_id)
@@ -405,13 +414,18 @@ def audit(config: RunConfig) -> Iterator[tuple[TaskSpec, AuditReport, Path]]:
         yield spec, audit_task(client, spec, paths), audit_path(paths, spec.provenance.slug)
 
 
-def build_options(config: RunConfig, mirror_dirs: tuple[str, ...]) -> BuildOptions:
-    """The build stage's options from a run's configuration (every command that builds)."""
+def build_options(
+    config: RunConfig, mirror_dirs: tuple[str, ...], run: RunContext | None = None
+) -> BuildOptions:
+    """The build stage's options from a run's configuration (every command that builds), in
+    `run` (a run of its own when not told).
+    """
     return BuildOptions(
         timeout_sec=config.build.timeout,
         ca_bundle=config.build.ca_bundle,
         pull=config.build.pull,
         mirror_dirs=mirror_dirs,
+        run=run or RunContext(),
     )
 
 
@@ -427,6 +441,7 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
         raise InputError("--patch grades exactly one TASK")
     spec = specs[0]
     paths = output_paths(config.out, sel.dataset.name)
+    context = RunContext()
     with judge_endpoint(config.verify.judge, [spec]) as judge_env:
         missing = missing_judge_env(judge_env) if spec.grading.rule == "judge" else []
         if missing:  # before anything is built: the run could not be graded
@@ -443,11 +458,11 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
         if verified is not None:
             images = verified.images
         else:
-            opts = build_options(config, sel.mirror_dirs)
+            opts = build_options(config, sel.mirror_dirs, context)
             images = build_task(client, spec, paths, sel.merged_repo_sources, opts).images
         run = grade_patch(
             client, spec, paths, images, patch.read_bytes(), config=config.verify,
-            judge_env=judge_env,
+            judge_env=judge_env, run=context,
         )  # fmt: skip
     return {
         "task": spec.task_id,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from packager import repos
+from packager.context import RunContext
 from packager.datasets.registries import first_need
 from packager.defaults import BUILD_TIMEOUT_SEC
 from packager.errors import BuildError, RepoSourceError, RowError
@@ -153,6 +154,9 @@ class BuildOptions:
     """Let the engine pull missing base images; off by default, so a missing base fails fast."""
     mirror_dirs: tuple[str, ...] = ()
     """Folders of repository mirrors (`--repo-source DIR`)."""
+    run: RunContext = field(default_factory=RunContext)
+    """The run the builds belong to (they stop waiting when it is cancelled); every build step
+    has the build options, so the run's context travels with them."""
 
 
 def _flat_base(
@@ -215,6 +219,7 @@ class _AgentPlan:
             task=self.label,
             log_path=self.logs / "build-flatten.log",
             timeout_sec=self.opts.timeout_sec,
+            run=self.opts.run,
         )
 
     def check_bases(self, dockerfile: str) -> None:
@@ -380,6 +385,7 @@ def _build_agent(
             task=plan.label,
             log_path=plan.logs / "build-environment.log",
             timeout_sec=plan.opts.timeout_sec,
+            run=plan.opts.run,
         )
         agent = build.build_image(
             plan.client,
@@ -395,6 +401,7 @@ def _build_agent(
             # Environment steps the cache lacks (no snapshot line: no environment image) then
             # take the machine's wheels too; the hosts entry is in no cache key.
             extra_hosts=wheelhouse.build_hosts(plan.client),
+            run=plan.opts.run,
         )
     finally:
         if context != own_context:
@@ -434,6 +441,7 @@ def _build_grader(
             if spec.grading.refresh_requirements or spec.environment.installers_out
             else None
         ),
+        run=plan.opts.run,
     )
     log = str(grader.log_path) if grader.log_path else None
     return ImageBuild(tag, grader.built, round(grader.duration_sec, 3), log)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packager.context import RunContext
 from packager.errors import BuildError
 from packager.images import build, wheelhouse
 from packager.images.failures import requirements_step
@@ -115,6 +116,7 @@ def ensure_environment(
     task: str,
     log_path: Path,
     timeout_sec: float,
+    run: RunContext,
 ) -> build_module.BuildOutcome | None:
     """Build the agent Dockerfile's steps before the snapshot on their own, once per machine
     (their tag says they exist): two workers or runs whose tasks share a cold environment
@@ -129,8 +131,8 @@ def ensure_environment(
     if build.image_exists(client, tag):
         return build.BuildOutcome(tag, False, 0.0, None)
     key = tag.rsplit(":", 1)[1]
-    with machine_lock(f"env-{key}", build.check_cancelled):
-        failed = _failed_this_run(key, task, tag)
+    with machine_lock(f"env-{key}", run.check):
+        failed = _failed_this_run(key, task, tag, run)
         if failed is not None:
             raise failed
         try:
@@ -145,9 +147,10 @@ def ensure_environment(
                 buildargs=dict(buildargs),
                 context_tar=make_tar({**files, "Dockerfile": head.encode()}),
                 extra_hosts=wheelhouse.build_hosts(client),  # pip steps: the machine's wheels
+                run=run,
             )
         except BuildError as exc:
-            _record_failure(key, exc)
+            _record_failure(key, exc, run)
             raise
         if outcome.built and outcome.log_path is not None:
             record_dropped(tag, outcome.log_path)
@@ -200,18 +203,18 @@ def _failure_file(key: str) -> Path:
     return LOCKS.path() / f"env-{key}.failed.json"
 
 
-def _record_failure(key: str, exc: BuildError) -> None:
-    """Remember, beside the environment's lock, that its build failed in this run (`RUN_ID`):
+def _record_failure(key: str, exc: BuildError, run: RunContext) -> None:
+    """Remember, beside the environment's lock, that its build failed in `run`:
     the run's other rows sharing it then fail at once with this row's log and reason.
     """
     log = str(exc.log_path) if exc.log_path else None
     write_json(
         _failure_file(key),
-        {"run": build.RUN_ID, "task": exc.task, "reason": exc.reason, "log": log},
+        {"run": run.run_id, "task": exc.task, "reason": exc.reason, "log": log},
     )
 
 
-def _failed_this_run(key: str, task: str, tag: str) -> BuildError | None:
+def _failed_this_run(key: str, task: str, tag: str, run: RunContext) -> BuildError | None:
     """The build error to report when this environment already failed in this run (held
     under its lock); None when it did not, or failed in another run (a rerun tries again).
     """
@@ -221,7 +224,7 @@ def _failed_this_run(key: str, task: str, tag: str) -> BuildError | None:
         record = json.loads(_failure_file(key).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("run") != build.RUN_ID:
+    if not isinstance(record, dict) or record.get("run") != run.run_id:
         return None
     log = Path(record["log"]) if record.get("log") else None
     reason = (

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from packager.checks.audit import AuditError, audit_path, audit_task
 from packager.checks.labels import task_labels
 from packager.checks.webapp import check_app_answers
+from packager.context import Cancelled, RunContext
 from packager.engines import DEFAULT_ENGINE, Engine, VerifyRequest, get_engine
 from packager.errors import BuildError, PackagerError, RepoSourceError, RowError, RunError
-from packager.images.build import Cancelled, check_cancelled
 from packager.judge.endpoint import missing_judge_env
 from packager.models.app import AppStart
 from packager.models.spec import TaskResult, TaskSpec
@@ -51,6 +51,13 @@ class Job:
     runner: Engine = field(default_factory=lambda: get_engine(DEFAULT_ENGINE))
     """The engine of `settings`, made once for the run (the driver makes it)."""
     judge_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def run(self) -> RunContext:
+        """The run the job belongs to (it travels with the build options, which every build
+        step has).
+        """
+        return self.build_opts.run
 
 
 @dataclass(frozen=True)
@@ -155,12 +162,12 @@ class TaskJob:
         """Build and audit one task (and prove a web app answers): its final result when it
         ends here (build_failed, leak, needs_judge, ...), else what its runs need.
         """
-        check_cancelled()
+        self.job.run.check()
         started = time.monotonic()
         built = self._build_images(spec)
         if isinstance(built, TaskResult):
             return built
-        check_cancelled()
+        self.job.run.check()
         staged = self._staged(spec, built, started)
         return self._audit(staged, built.agent.tag)
 
@@ -177,6 +184,7 @@ class TaskJob:
             settings=job.settings,
             client=self.client,
             judge_env=job.judge_env,
+            run=job.run,
         )
         # The run stage's whole wall (run plans, containers, grading), beside each run's own.
         durations = {**result.durations, "verify": round(time.monotonic() - started, 3)}
@@ -298,6 +306,7 @@ class TaskJob:
                 workdir=spec.repo.workdir,
                 log_path=log,
                 task=f"{spec.provenance.dataset}/{slug}",
+                run=self.job.run,
             )
         except RunError as exc:
             staged.logs["app_check"] = str(log)
@@ -325,12 +334,14 @@ def run_stage(
     settings: VerifyConfig,
     client: DockerClient,
     judge_env: Mapping[str, str] | None = None,
+    run: RunContext | None = None,
 ) -> TaskResult:
     """Oracle and nop runs of a built task by the run's engine `runner`, under the run's verify
-    `settings`; every failure of a run becomes the task's result.
+    `settings`, in `run`; every failure of a run becomes the task's result.
     """
     spec, finish = staged.spec, staged.finish
-    check_cancelled()
+    run = run or RunContext()
+    run.check()
     try:
         verified = runner.verify(
             VerifyRequest(
@@ -342,6 +353,7 @@ def run_stage(
                 durations=staged.durations,
                 extra_logs=staged.logs,
                 judge_env=judge_env,
+                run=run,
             )
         )
         return verified.model_copy(

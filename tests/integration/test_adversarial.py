@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
+from packager.context import RunContext
 from packager.engines.containers import RunPlan, run_once, wait_for_removals
-from packager.images.build import RUN_ID, labels_for
+from packager.images.build import labels_for
 from packager.images.tar import make_tar
 from tests.conftest import run_cli
 
@@ -46,6 +47,9 @@ MODULE = {
     "samples__intset-2": "cheat.go",
 }
 WORKERS = 4
+
+RUN = RunContext()
+"""This module's run: its containers carry its id (the leftover check finds them by it)."""
 
 
 @dataclass(frozen=True)
@@ -479,6 +483,7 @@ def run_plan(out: Path, dataset: str, task: str) -> tuple[RunPlan, dict[str, Any
         collect=manifest["collect"],
         solution_dir=task_dir / "solution",
         grade_timeout_sec=int(plan_json["timeout_sec"]),
+        run=RUN,
     )
     return plan, plan_json
 
@@ -510,7 +515,7 @@ def make_patches(docker_client: Any, b: Built, attacks: list[Attack]) -> dict[st
         ["sleep", "infinity"],
         detach=True,
         network_mode="none",
-        labels=labels_for(b.plan.task, "adversarial"),
+        labels=labels_for(b.plan.task, "adversarial", RUN),
         working_dir=b.plan.workdir,
     )
     try:
@@ -622,7 +627,7 @@ def test_adversarial_patches(
     left = [
         c
         for c in left
-        if c.labels.get("packager.run") == RUN_ID
+        if c.labels.get("packager.run") == RUN.run_id
         and c.labels.get("packager.role") in ("adversarial", "grader-patch")
     ]
     assert not left, "containers left behind"

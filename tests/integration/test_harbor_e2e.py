@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from packager.context import RunContext
 from packager.models.spec import TaskResult, TaskSpec
 from packager.storage import OutputPaths
 from tests.conftest import run_cli
@@ -32,6 +33,9 @@ GRADEABLE = [
     "samples__inventory-4",
 ]
 JUDGED = "samples__todo-web-5"
+
+RUN = RunContext()
+"""This module's run: the containers it starts (local and Harbor) carry its id."""
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +67,8 @@ def _spec(task: str) -> TaskSpec:
 
 def _left_behind(docker_client: Any) -> list[Any]:
     """Containers of this test process (local and Harbor ones carry its run label)."""
-    from packager.images.build import RUN_ID
-
     containers: list[Any] = docker_client.containers.list(
-        all=True, filters={"label": ["packager.tool=packager", f"packager.run={RUN_ID}"]}
+        all=True, filters={"label": ["packager.tool=packager", f"packager.run={RUN.run_id}"]}
     )
     return containers
 
@@ -112,10 +114,10 @@ def test_harbor_engine_matches_local_engine(
     images = built["images"]
     spec = _spec(task)
 
-    local = verify_task(docker_client, spec, paths, images=images)
+    local = verify_task(docker_client, spec, paths, images=images, run=RUN)
     assert isinstance(local, TaskResult)
     assert local.status == "verified", local.reason
-    harbor = verify_task_harbor(spec, paths, images=images)
+    harbor = verify_task_harbor(spec, paths, images=images, run=RUN)
     harbor_results[task] = harbor
 
     assert harbor.engine == "harbor"
@@ -193,7 +195,7 @@ def test_dataset_run_through_registry_reproduces_oracle_rewards(
     assert [t["path"] for t in json.loads(registry.read_text())[0]["tasks"]] == [
         f"tasks/{t}" for t in sorted([*GRADEABLE, JUDGED])
     ]
-    trials = run_dataset(paths, "oracle", name="samples", version="1.0", exclude=[JUDGED])
+    trials = run_dataset(paths, "oracle", name="samples", version="1.0", exclude=[JUDGED], run=RUN)
     by_task = {t.task.split("/")[-1]: t for t in trials}
     assert sorted(by_task) == sorted(GRADEABLE)
     assert len(trials) == len(GRADEABLE)
@@ -225,7 +227,7 @@ def test_a_trial_error_is_an_infra_error_not_a_zero(
         timeout_sec=600.0,
         cleanup_labels={"packager.task": f"samples/{GRADEABLE[0]}"},
     )
-    assert run_jobs([job], label="missing-grader") == [0]
+    assert run_jobs([job], label="missing-grader", run=RUN) == [0]
     [trial] = read_trials(job.job_dir)
     run = trial_run("oracle", trial)
     assert run.reward is None

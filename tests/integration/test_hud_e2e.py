@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from packager.context import RunContext
 from packager.images.build import BuildOutcome
 from packager.models.spec import TaskResult, TaskSpec
 from packager.render.naming import make_hud_env_name
@@ -53,6 +54,9 @@ HUD_ENV = {
     "HUD_SKIP_VERSION_CHECK": "1",
     "HUD_TELEMETRY_ENABLED": "0",
 }
+
+RUN = RunContext()
+"""This module's run: its rollouts' containers carry its id."""
 
 
 @pytest.fixture(scope="session")
@@ -122,14 +126,13 @@ def _spec(task: str) -> TaskSpec:
 def _rollout(
     hud_python: Path, paths: OutputPaths, task: str, image: str, agent: str, *extra: str
 ) -> dict[str, Any]:
-    from packager.images.build import RUN_ID
     from packager.render import naming
 
     labels = {
         naming.LABEL_TOOL: "packager",
         naming.LABEL_TASK: task,
         naming.LABEL_ROLE: "hud-rollout",
-        naming.LABEL_RUN: RUN_ID,
+        naming.LABEL_RUN: RUN.run_id,
     }
     argv = [str(hud_python), str(ROLLOUT), "--source", str(paths.source_dir(task))]
     argv += ["--image", image, "--agent", agent, "--workdir", _spec(task).repo.workdir]
@@ -144,10 +147,8 @@ def _rollout(
 
 
 def _left_behind(docker_client: Any) -> list[Any]:
-    from packager.images.build import RUN_ID
-
     containers: list[Any] = docker_client.containers.list(
-        all=True, filters={"label": ["packager.role=hud-rollout", f"packager.run={RUN_ID}"]}
+        all=True, filters={"label": ["packager.role=hud-rollout", f"packager.run={RUN.run_id}"]}
     )
     return containers
 
@@ -201,7 +202,7 @@ def test_hud_image_rollouts_match_local_engine(
     images, tag = built.images, built.tag
     spec = _spec(task)
     local = verify_task(
-        docker_client, spec, paths, images=images, config=VerifyConfig(oracle_runs=1)
+        docker_client, spec, paths, images=images, config=VerifyConfig(oracle_runs=1), run=RUN
     )
     assert isinstance(local, TaskResult)
     assert local.status == "verified", local.reason

@@ -108,6 +108,23 @@ def test_publish_round_trip(
         assert entry["images"]["agent"] == references[task]["agent"]
     same = run_cli("release", "diff", str(release), str(release / "release.json"))
     assert same.returncode == 0 and "0 task(s) changed" in same.stdout, same.stdout
+    # One task verified again with three gold runs, then published again: the two releases'
+    # evidence differs in exactly that task (its verdict's run counts).
+    before = tmp_path / "release-before.json"
+    before.write_bytes((release / "release.json").read_bytes())
+    proc = run_cli(
+        "package", TASKS[0], "--dataset", str(data), "--out", str(out), "--oracle-runs", "3",
+        "--force",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_cli(
+        "publish", "--all", "--dataset", str(data), "--out", str(out), "--registry", target,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    changed = run_cli("release", "diff", str(before), str(release))
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    lines = changed.stdout.splitlines()
+    assert lines[0].startswith(f"{TASKS[0]}: verdict: ") and lines[1:] == ["1 task(s) changed"]
     # A task folder edited after it was verified is refused, before anything is pushed.
     instruction = out / "rows" / "tasks" / TASKS[0] / "instruction.md"
     original = instruction.read_text()

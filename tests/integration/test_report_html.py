@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from packager.context import RunContext
 from packager.images.build import build_image, labels_for
 from packager.models.spec import RunResult, Status, TaskResult
 from packager.release.report import make_html
@@ -121,7 +122,7 @@ def _chromium(docker_client: Any, image: str, args: list[str], **mounts: Path) -
         volumes=volumes,
         user=f"{os.getuid()}:{os.getgid()}",
         environment={"HOME": "/tmp"},
-        labels=labels_for(TASK, "test"),
+        labels=labels_for(TASK, "test", RunContext()),
     )
     try:
         code = box.wait(timeout=180)["StatusCode"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from packager.context import RunContext
 from packager.engines import containers
 from packager.grading import surround
 from tests.conftest import run_cli
@@ -56,7 +57,7 @@ def test_the_tarpit_waits_only_with_the_route(
     command = ["python3", "-c", PROBE]
     with containers._container(
         docker_client, grader_image, TASK, "grader-probe", command, "/", False,
-        folder=folder, cap_add=caps,
+        folder=folder, cap_add=caps, run=RunContext(),
     ) as box:  # fmt: skip
         box.start()
         assert box.wait(timeout=60)["StatusCode"] == 0

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from packager.checks.webapp import check_app_answers, detect_start
+from packager.context import RunContext
 from packager.errors import RunError
 from packager.images.build import build_image
 from packager.models.app import AppStart
@@ -86,7 +87,7 @@ def test_detected_node_app_answers(node_image: str, docker_client: Any, tmp_path
     log = tmp_path / "app-check.log"
     began = time.monotonic()
     seconds = check_app_answers(
-        docker_client, node_image, start, workdir=WORKDIR, log_path=log, task=TASK
+        docker_client, node_image, start, workdir=WORKDIR, log_path=log, task=TASK, run=RunContext()
     )
     assert 0 < seconds < time.monotonic() - began
     text = log.read_text()
@@ -98,7 +99,13 @@ def test_detected_node_app_answers(node_image: str, docker_client: Any, tmp_path
 def test_slow_start_is_waited_for(node_image: str, docker_client: Any, tmp_path: Path) -> None:
     start = AppStart("sleep 2 && exec node server.js", 4555, "recipe")
     seconds = check_app_answers(
-        docker_client, node_image, start, workdir=WORKDIR, log_path=tmp_path / "l", task=TASK
+        docker_client,
+        node_image,
+        start,
+        workdir=WORKDIR,
+        log_path=tmp_path / "l",
+        task=TASK,
+        run=RunContext(),
     )
     assert seconds >= 2
     assert "listening on 4555" in (tmp_path / "l").read_text()
@@ -111,7 +118,13 @@ def test_broken_start_command_names_command_and_error(
     start = AppStart("node missing.js", 4321, "recipe")
     with pytest.raises(RunError) as info:
         check_app_answers(
-            docker_client, node_image, start, workdir=WORKDIR, log_path=log, task=TASK
+            docker_client,
+            node_image,
+            start,
+            workdir=WORKDIR,
+            log_path=log,
+            task=TASK,
+            run=RunContext(),
         )
     reason = info.value.reason
     assert "`node missing.js`" in reason
@@ -137,6 +150,7 @@ def test_app_that_never_listens_times_out(
             log_path=log,
             timeout_sec=3,
             task=TASK,
+            run=RunContext(),
         )
     assert time.monotonic() - began < 20
     reason = info.value.reason
@@ -163,6 +177,7 @@ def test_listener_that_is_not_http_is_reported(
             log_path=tmp_path / "l",
             timeout_sec=3,
             task=TASK,
+            run=RunContext(),
         )
     assert "accepts connections but got no HTTP status line" in info.value.reason
     assert "SSH-2.0-nope" in info.value.reason
@@ -179,6 +194,7 @@ def test_missing_workdir_is_in_the_reason(
             workdir="/nowhere",
             log_path=tmp_path / "l",
             task=TASK,
+            run=RunContext(),
         )
     assert "exited with code 97" in info.value.reason
     assert "/nowhere: No such file or directory" in info.value.reason
@@ -193,5 +209,6 @@ def test_missing_image_is_a_run_error(docker_client: Any, tmp_path: Path) -> Non
             workdir=WORKDIR,
             log_path=tmp_path / "l",
             task=TASK,
+            run=RunContext(),
         )
     assert (tmp_path / "l").exists()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from packager.context import RunContext
 from packager.images import build, wheelhouse
 from packager.images.hud_build import host_ca_bundle
 from packager.models.spec import TaskSpec
@@ -108,6 +109,7 @@ def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
                 task="wheelhouse-test",
                 log_path=tmp_path / f"build-{attempt}.log",
                 timeout_sec=600,
+                run=RunContext(),
             )
             assert outcome is not None and outcome.built and outcome.log_path is not None
             tags.append(outcome.tag)

@@ -4,6 +4,7 @@ package imports from a layer above its own, at module level or inside a function
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,24 +57,68 @@ def test_imports_inside_functions_are_few_and_say_why() -> None:
     assert uncommented == []
 
 
-def test_no_module_binds_a_global_another_module_reassigns() -> None:
-    """`module.NAME = ...` somewhere (a Ray worker takes the driver's run id) means every reader
-    must look it up as `module.NAME` when used: a `from module import NAME` keeps the old value.
-    """
-    reassigned: set[str] = set()
-    imported: dict[str, list[str]] = {}
+PROCESS_STATE = {
+    "packager/images/wheelhouse.py": {"_SERVER", "_FAILED"},
+    "packager/run/materialize.py": {"_worker_stager"},
+}
+"""The module globals a function may rebind, and why they are not a run's: the wheelhouse
+server is the process's cache service (a Ray worker's many jobs share it); a render pool
+worker process keeps the stager its initializer made (ProcessPoolExecutor's pattern)."""
+
+
+def _module_state(tree: ast.Module) -> list[str]:
+    """Module-level bindings made by calling something a run would own: an event, an id."""
+    found = []
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)] if value else []
+        if any(re.search(r"Event|uuid|token_", ast.unparse(c.func)) for c in calls):
+            found.append(ast.unparse(node)[:60])
+    return found
+
+
+def _packager_names(tree: ast.Module) -> set[str]:
+    """The names a module binds to packager modules (`from packager.images import build`)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("packager"):
+            names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.asname or a.name for a in node.names if a.name.startswith("packager"))
+    return names
+
+
+def test_no_module_global_holds_run_state() -> None:
+    """The run id and the cancellation are a `RunContext` handed down (packager.context): no
+    module makes them at import, no function rebinds a global other than `PROCESS_STATE`'s,
+    and no module assigns another module's global (a Ray worker used to set the run id so)."""
+    rebound: dict[str, set[str]] = {}
+    assigned_elsewhere: list[str] = []
+    made: dict[str, list[str]] = {}
     for path in sorted((ROOT / "packager").rglob("*.py")):
-        where = str(path.relative_to(ROOT))
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Assign):
+        where = path.relative_to(ROOT).as_posix()
+        tree = ast.parse(path.read_text())
+        ours = _packager_names(tree)
+        if state := _module_state(tree):
+            made[where] = state
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                rebound.setdefault(where, set()).update(node.names)
+            elif isinstance(node, ast.Assign):
                 for target in node.targets:
-                    if isinstance(target, ast.Attribute) and target.attr.isupper():
-                        reassigned.add(target.attr)
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("packager"):
-                for alias in node.names:
-                    imported.setdefault(alias.name, []).append(where)
-    assert "RUN_ID" in reassigned  # the scan sees the Ray worker's assignment
-    assert {name: imported[name] for name in reassigned if name in imported} == {}
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                        if target.value.id in ours:
+                            assigned_elsewhere.append(f"{where}: {ast.unparse(target)}")
+    assert made == {}
+    assert rebound == PROCESS_STATE
+    assert assigned_elsewhere == []
+
+
+def test_the_run_state_scan_sees_what_it_forbids() -> None:
+    tree = ast.parse(
+        "import threading, uuid\nCANCEL = threading.Event()\nRUN_ID = uuid.uuid4().hex\n"
+    )
+    assert len(_module_state(tree)) == 2
 
 
 def test_the_cli_loads_no_pipeline_until_a_command_runs() -> None:
@@ -107,3 +152,14 @@ def test_verify_settings_travel_unchanged_to_the_container() -> None:
     }
     assert seen <= allowed, f"memory_mb spelled out in {sorted(seen - allowed)}"
     assert "packager/engines/containers.py" in seen  # the test sees what it looks for
+
+
+def test_the_drawn_layers_are_the_contracts() -> None:
+    """docs/architecture.md draws the layers of pyproject.toml's contract, line for line."""
+    import tomllib
+
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in contract["contracts"] if c["id"] == "layers"]
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    drawn = doc.split("## Layers", 1)[1].split("```", 2)[1].strip().splitlines()
+    assert drawn == [" ".join(layer.split()) for layer in layers]

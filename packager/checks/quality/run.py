@@ -35,6 +35,7 @@ from packager.engines.patch import grade_patch
 from packager.errors import InputError
 
 if TYPE_CHECKING:
+    from packager.context import RunContext
     from packager.images.build import DockerClient
     from packager.models.spec import RunResult, TaskResult, TaskSpec
     from packager.settings import VerifyConfig
@@ -225,14 +226,15 @@ def run_quality(
     in_base: Callable[[str], bool] | None = None,
     settings: VerifyConfig | None = None,
     log: Callable[[str], None] | None = None,
+    run: RunContext | None = None,
 ) -> QualityReport:
     """Ablate the gold patch hunk by hunk and look for instruction leaks (see the module doc).
 
     `images` are the task's built `agent` and `grader` tags (those it was verified with); when
     `result` is given it must be `verified`. `in_base` answers whether a text is in the base
     tree (default: `base_lookup` over `repo_sources`/`mirror_dirs`). Logs of each run go to
-    `logs/<task>/quality/{control,ablation-<n>}/`, under the run's verify `settings`; `log`
-    receives one line per run. A run's infrastructure fault is recorded there (covered None).
+    `logs/<task>/quality/{control,ablation-<n>}/` (`settings`, `run`: the run's); `log` gets a
+    line per run; an infrastructure fault of a run is recorded there (its hunks: covered None).
     """
     slug = spec.provenance.slug
     if result is not None and result.status != "verified":
@@ -242,8 +244,7 @@ def run_quality(
         )
     if not spec.gold_patch:
         raise InputError(f"{spec.task_id}: the task has no gold patch to ablate")
-    started = time.monotonic()
-    gold = spec.gold_patch
+    started, gold = time.monotonic(), spec.gold_patch
     files = split_hunks(gold)
     lookup = in_base or base_lookup(spec, repo_sources or {}, mirror_dirs)
     leaks = instruction_leaks(spec, lookup)
@@ -258,7 +259,7 @@ def run_quality(
         spec,
         plan,
         lambda candidate, where: grade_patch(
-            client, spec, paths, images, candidate, log_dir=where, config=settings
+            client, spec, paths, images, candidate, log_dir=where, config=settings, run=run
         ),
         qdir,
         log or (lambda _line: None),

@@ -15,6 +15,7 @@ from packager.checks.webapp import (
 )
 from packager.checks.webapp import _answer as answer
 from packager.checks.webapp import _probe_summary as probe_summary
+from packager.context import RunContext
 from packager.models.app import AppStart, start_from_recipe
 
 DJANGO_MANAGE = b"""#!/usr/bin/env python
@@ -446,6 +447,7 @@ def _check(box: FakeBox | None, tmp_path: Any, timeout_sec: float = 60.0) -> tup
         log_path=log_path,
         timeout_sec=timeout_sec,
         task="ds/t-1",
+        run=RunContext(),
     )
     return seconds, client
 

@@ -421,13 +421,15 @@ class _CpuClient:
 
 
 def test_the_cpu_quota_is_at_most_the_engines() -> None:
+    from packager.context import RunContext
     from packager.engines.containers import _container
 
     client = _CpuClient()
-    with _container(client, "img", "t", "grader-nop", ["true"], "/w", False, cpus=2.0):  # type: ignore[arg-type]
+    run = RunContext()
+    with _container(client, "img", "t", "grader-nop", ["true"], "/w", False, cpus=2.0, run=run):  # type: ignore[arg-type]
         pass
     assert client.created["nano_cpus"] == 1_000_000_000
-    with _container(client, "img", "t", "grader-nop", ["true"], "/w", False):  # type: ignore[arg-type]
+    with _container(client, "img", "t", "grader-nop", ["true"], "/w", False, run=run):  # type: ignore[arg-type]
         pass
     assert "nano_cpus" not in client.created
 
