@@ -41,24 +41,12 @@ JUDGE_MAX_STEPS = 25
 """The browser agent's step budget per workflow."""
 
 GRADING_DIR = Path(__file__).resolve().parent.parent / "grading"
-GRADING_MODULES = (
-    "browser_agent.py",
-    "camouflage.py",
-    "canaries.py",
-    "grade.py",
-    "judge.py",
-    "parsers.py",
-    "parsers_native.py",
-    "parsers_js.py",
-    "patching.py",
-    "processes.py",
-    "rules.py",
-    "scan.py",
-    "surround.py",
-    "tripwires.py",
+GRADING_MODULES = tuple(
+    sorted(p.name for p in GRADING_DIR.glob("*.py") if p.name != "__init__.py")
 )
-"""The runtime's modules, packed into GRADING_ARCHIVE at its root (its `__init__.py` only
-serves the package import of the unit tests)."""
+"""The runtime's modules, packed into GRADING_ARCHIVE at its root: every module of its folder
+(a new one ships by being there), by name, so the archive's bytes follow the folder's; its
+`__init__.py` only serves the package import of the unit tests."""
 GRADING_ARCHIVE = "grading.pyz"
 """The grading runtime as one zipapp: `python3 -I -S /tests/grading.pyz /tests/plan.json` runs
 grade.py's main; the judge's Python runs `-m browser_agent` with the archive on PYTHONPATH."""
