@@ -172,4 +172,9 @@ def run_evidence(report: dict[str, Any], output: Path) -> dict[str, Any]:
     hosts = network_hosts(text)
     if hosts is not None:
         evidence["network_hosts"] = hosts
+    used = report.get("resources")
+    if isinstance(used, dict):
+        evidence["resources"] = {
+            str(k): float(v) for k, v in used.items() if isinstance(v, int | float)
+        }
     return evidence

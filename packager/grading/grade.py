@@ -788,6 +788,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BaseException as exc:  # Terminated/KeyboardInterrupt between steps
         report = new_report()
         report["reason"] = f"{type(exc).__name__}: {exc}"
+    report["resources"] = processes.cgroup_usage()  # the run's peak memory and CPU seconds
     try:
         write_outputs(out_dir, report)
     except Exception as exc:

@@ -184,3 +184,38 @@ def run_logged(
     stop = text.find(end, start) if start >= 0 else -1
     section = text[start + len(begin) + 1 : stop if stop >= 0 else len(text)] if start >= 0 else ""
     return code, timed_out, section
+
+
+CGROUP = Path("/sys/fs/cgroup")
+"""The container's own cgroup (a container sees its cgroup at the root of this mount)."""
+
+
+def _read_number(path: Path) -> Optional[int]:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cgroup_usage(root: Path = CGROUP) -> Dict[str, float]:
+    """The container's peak memory (MiB) and CPU seconds so far, read from its cgroup: v2
+    (``memory.peak``, ``cpu.stat``'s ``usage_usec``) or v1 (``memory.max_usage_in_bytes``,
+    which counts the page cache too, and ``cpuacct.usage``). What cannot be read is left out.
+    """
+    usage: Dict[str, float] = {}
+    peak = _read_number(root / "memory.peak")
+    if peak is None:
+        peak = _read_number(root / "memory" / "memory.max_usage_in_bytes")
+    if peak is not None:
+        usage["memory_peak_mb"] = round(peak / 2**20, 1)
+    try:
+        stat = (root / "cpu.stat").read_text()
+        usec = next(
+            int(line.split()[1]) for line in stat.splitlines() if line.startswith("usage_usec")
+        )
+        usage["cpu_sec"] = round(usec / 1e6, 3)
+    except (OSError, ValueError, IndexError, StopIteration):
+        nsec = _read_number(root / "cpuacct" / "cpuacct.usage")
+        if nsec is not None:
+            usage["cpu_sec"] = round(nsec / 1e9, 3)
+    return usage

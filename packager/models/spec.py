@@ -293,6 +293,9 @@ class RunResult(Frozen):
     network_hosts: list[str] | None = None
     """The test output shows a failed attempt to reach the network (grading is offline): the
     hosts it names, possibly none (`engines.excerpts.network_hosts`); None when it shows none."""
+    resources: dict[str, float] | None = None
+    """What the grader's container used, read from its cgroup when grading ended:
+    `memory_peak_mb`, `cpu_sec` (`grading/processes.cgroup_usage`); None when not measured."""
 
 
 class TaskResult(Frozen):
@@ -319,6 +322,9 @@ class TaskResult(Frozen):
     """The cluster node that built and verified the task (`--executor ray`), else None."""
     registry_images: dict[str, str] = Field(default_factory=dict)
     """Role → `host/ns/name@sha256:…` of the images pushed to `--registry` by the task's job."""
+    resources: dict[str, float] | None = None
+    """Measured on the gold runs (`checks/resources.py`): the largest peak memory, CPU seconds
+    and wall seconds of a run, and the limits they suggest with their margin."""
     task_digest: str | None = None
     """The task folder's content digest (Harbor's, as dataset.toml names it) when its images
     were built: `publish` releases the folder only while it still has these bytes."""

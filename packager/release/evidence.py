@@ -9,7 +9,8 @@ Per task the manifest holds:
 - `images`: role → the digest-pinned reference the release's task.toml names.
 - the verdict: `status`, `oracle` (each gold run's reward), `nop`, `runs` (how many of each).
 - `labels`: the label audit's findings (`checks/labels.py`), as `kind id` strings.
-- `seconds`: the measured stage seconds of the result (`durations`).
+- `seconds`: the measured stage seconds of the result (`durations`); `resources`: what the
+  gold runs used and the limits it suggests (`checks/resources.py`).
 
 The manifest names the packager version that wrote it. `diff` compares two manifests task by
 task and lists what changed: added or removed tasks, digests, images, verdicts, labels.
@@ -73,6 +74,7 @@ def task_entry(
         "runs": {"oracle": len(result.oracle), "nop": int(result.nop is not None)},
         "labels": sorted(f"{f.get('kind')} {f.get('id')}" for f in findings),
         "seconds": dict(sorted(result.durations.items())),
+        "resources": dict(sorted((result.resources or {}).items())),
     }
 
 

@@ -106,6 +106,7 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
         lines += ["", "## For review: the gold patch reaches into a test runner's names", ""]
         lines += [f"- `{t}`: {'; '.join(hits)}" for t, hits in sorted(flagged.items()) if hits]
     lines += _label_lines(results)
+    lines += _resource_lines(results)
     reasons = [r for r in results if r.reason]
     if reasons:
         lines += ["", "## Reasons", ""]
@@ -130,6 +131,25 @@ def _label_lines(results: list[TaskResult]) -> list[str]:
     lines += [""] + [
         f"- `{task}` {f['kind']} ({f['group']}) `{f['id']}`: {f['detail']}" for task, f in found
     ]
+    return lines
+
+
+def _resource_lines(results: list[TaskResult]) -> list[str]:
+    """The section "Resources measured on the gold runs": per task, what its largest gold run
+    used and the limits it suggests (`checks/resources.py`).
+    """
+    measured = [(r.instance_id, r.resources) for r in results if r.resources]
+    if not measured:
+        return []
+    lines = ["", "## Resources measured on the gold runs", ""]
+    lines += ["| task | peak memory | CPU s | wall s | suggests memory / CPUs / verifier timeout |"]
+    lines += ["|---|---|---|---|---|"]
+    for task, m in measured:
+        lines.append(
+            f"| `{task}` | {m.get('memory_peak_mb', 0):.0f} MiB | {m.get('cpu_sec', 0):.1f} | "
+            f"{m.get('wall_sec', 0):.1f} | {m.get('memory_limit_mb', 0):.0f} MiB / "
+            f"{m.get('cpus', 0):.0f} / {m.get('verifier_timeout_sec', 0):.0f} s |"
+        )
     return lines
 
 

@@ -41,9 +41,7 @@ JUDGE_MAX_STEPS = 25
 """The browser agent's step budget per workflow."""
 
 GRADING_DIR = Path(__file__).resolve().parent.parent / "grading"
-GRADING_MODULES = tuple(
-    sorted(p.name for p in GRADING_DIR.glob("*.py") if p.name != "__init__.py")
-)
+GRADING_MODULES = tuple(sorted(p.name for p in GRADING_DIR.glob("*.py") if p.name != "__init__.py"))
 """The runtime's modules, packed into GRADING_ARCHIVE at its root: every module of its folder
 (a new one ships by being there), by name, so the archive's bytes follow the folder's; its
 `__init__.py` only serves the package import of the unit tests."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from packager.checks.audit import AuditError, audit_path, audit_task
 from packager.checks.labels import task_labels
+from packager.checks.resources import measured_resources
 from packager.checks.webapp import check_app_answers
 from packager.context import Cancelled, RunContext
 from packager.engines import DEFAULT_ENGINE, Engine, VerifyRequest, get_engine
@@ -360,6 +361,7 @@ def run_stage(
             update={
                 "image_ids": staged.image_ids,
                 "labels": task_labels(spec, verified),
+                "resources": measured_resources(verified),
                 "environment": staged.environment,
                 "task_digest": staged.task_digest,
                 "reason": with_dropped(verified.reason, staged.environment.get("dropped")),

@@ -73,6 +73,10 @@ def test_package_verifies_sample(task: str, out: Path, docker_client: Any) -> No
     for run in [*result["oracle"], result["nop"]]:
         assert Path(run["log_dir"], "reward.json").is_file()
         assert run["duration_sec"] > 0
+        # What the grader's container used, read from its cgroup by the runtime.
+        assert run["resources"]["memory_peak_mb"] > 0 and run["resources"]["cpu_sec"] > 0
+    measured = result["resources"]
+    assert measured["runs"] == 2 and measured["memory_limit_mb"] >= measured["memory_peak_mb"]
     assert set(result["images"]) == {"agent", "grader"}
     left = docker_client.containers.list(
         all=True, filters={"label": [f"packager.task=samples/{task}", "packager.run"]}

@@ -476,6 +476,7 @@ def test_zipapp_grades_as_grade_py_does(task: Task, fixed: bool) -> None:
     assert packed_reward["reward"] == (1.0 if fixed else 0.0)
     for report in (direct, packed):
         report.pop("duration_sec")
+        assert report.pop("resources").keys() <= {"memory_peak_mb", "cpu_sec"}  # measured anew
         assert len(report.pop("added_tests")) >= 2  # named anew each run
     assert packed == direct
 
