@@ -44,6 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from packager.context import RunContext  # noqa: E402
 from packager.datasets.sources import open_dataset  # noqa: E402
 from packager.images import build, wheelhouse  # noqa: E402
 from packager.images.hud_build import host_ca_bundle  # noqa: E402
@@ -106,6 +107,7 @@ def _build(
         task="bench-downloads",
         log_path=log,
         timeout_sec=3600,
+        run=RunContext(),
     )
     assert outcome is not None and outcome.built, "the environment image existed already"
     built.append(outcome.tag)

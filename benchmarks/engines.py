@@ -97,6 +97,7 @@ def main() -> int:
         return serve(args.worker.resolve(), sys.stdin, sys.stdout)
 
     sys.path.insert(0, str(ROOT))
+    from packager.context import RunContext
     from packager.engines.harbor import read_trials, run_jobs, task_job
 
     try:
@@ -127,7 +128,7 @@ def main() -> int:
                     cleanup_labels={"packager.task": f"samples/{slug}"},
                 )
                 started = time.perf_counter()
-                run_jobs([job], label=f"bench/{slug}")
+                run_jobs([job], label=f"bench/{slug}", run=RunContext())
                 harbor.setdefault(slug, []).append(time.perf_counter() - started)
                 trials = read_trials(job.job_dir)
                 result = trials[0].rewards if trials else None
