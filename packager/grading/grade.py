@@ -465,16 +465,9 @@ def _run_tests(
         return tests
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        if plugin is not None:
-            plugin.remove()
-        for canary in go:
-            canary.remove()
-        if tripwire is not None:
-            tripwire.remove()
-        if node is not None:
-            node.remove()
-        if added is not None:
-            added.remove()
+        for guard in (plugin, tripwire, node, added, *go):  # what this run added, taken out
+            if guard is not None:
+                guard.remove()
 
 
 def _fail_only(
