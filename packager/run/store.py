@@ -12,6 +12,7 @@ from packager.checks.quality import read_quality
 from packager.images import build
 from packager.models.spec import TaskResult
 from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
+from packager.render.harbor_dataset import task_digest
 from packager.render.write import write_json, write_text
 from packager.stages.build import image_tags
 from packager.storage import REPORT_SUFFIXES, OutputPaths, human_bytes
@@ -51,8 +52,10 @@ def cached_result(
     engine: str = "local",
     client: DockerClient | None = None,
 ) -> TaskResult | None:
-    """The task's saved result when it is `verified` for the very images this spec renders to,
-    by the same engine, with at least `oracle_runs` oracle runs: a rerun skips such a task.
+    """The task's saved result when it is `verified` for the very images this spec renders to
+    and the very task folder rendered now (its digest: an edited instruction or task.toml is
+    verified again, so a release never ships bytes no run saw), by the same engine, with at
+    least `oracle_runs` oracle runs: a rerun skips such a task.
 
     With a client, the images must also still be the ones verified (same ids) and the agent
     image's base images unchanged since it was built.
@@ -72,6 +75,9 @@ def cached_result(
         and previous.engine == engine
         and len(previous.oracle) >= oracle_runs
     ):
+        return None
+    folder = paths.task_dir(spec.provenance.slug)
+    if previous.task_digest is None or previous.task_digest != task_digest(folder):
         return None
     if client is not None and previous.image_ids:
         try:
