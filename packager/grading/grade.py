@@ -20,7 +20,6 @@ import hashlib
 import json
 import math
 import os
-import secrets
 import shutil
 import signal
 import sys
@@ -31,15 +30,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
-    from . import canaries, parsers, patching, processes, rules, scan, surround, tripwires
+    from . import canaries, parsers, patching, processes, rules, runners, scan, surround, tripwires
 elif __package__:
-    from . import canaries, parsers, patching, processes, rules, scan, surround, tripwires
+    from . import canaries, parsers, patching, processes, rules, runners, scan, surround, tripwires
 else:  # run as a script or from the zipapp: sys.path[0] holds the siblings
     import canaries
     import parsers
     import patching
     import processes
     import rules
+    import runners
     import scan
     import surround
     import tripwires
@@ -373,152 +373,54 @@ def _protect_and_add_tests(
         shutil.copytree(str(hidden), str(repo), dirs_exist_ok=True, symlinks=True)
 
 
-def _test_command(plan: Mapping[str, Any], repo: Path) -> Tuple[str, str, Optional[Path]]:
-    """The plan's test command, its parser and, for a JUnit report the command writes, the
-    report's path (any report already there removed first).
-    """
+def _test_command(plan: Mapping[str, Any]) -> Tuple[str, str]:
+    """The plan's test command and its parser."""
     command = plan.get("test_command")
     if not isinstance(command, str) or not command.strip():
         raise ValueError("plan: test_command is required for this rule")
     parser = str(plan.get("parser") or "")
     if parser not in parsers.PARSERS:
         raise ValueError(f"plan: unknown parser {parser!r}")
-    junit_file: Optional[Path] = None
-    if parser == "junit" and plan.get("junit_path"):
-        junit_file = repo / str(plan["junit_path"])
-        # A report left in the tree (or shipped by the patch) must not stand in for this run's.
-        if junit_file.is_file() or junit_file.is_symlink():
-            junit_file.unlink()
-    return command, parser, junit_file
+    return command, parser
 
 
 def _run_tests(
     plan: Mapping[str, Any], repo: Path, out_dir: Path, timeout: float, report: Report
 ) -> Dict[str, str]:
-    """Steps 6-7: run the test command, keep its exit code, parse per-test statuses."""
-    command, parser, junit_file = _test_command(plan, repo)
-    env = _command_env(plan)
+    """Steps 6-7: run the test command, keep its exit code, parse per-test statuses. What a
+    runner needs around its command (a proof, a tripwire, a canary) is its family's
+    (runners.py); whatever the family added is taken out after the run.
+    """
+    command, parser = _test_command(plan)
+    family = runners.family(parser)
     scratch = Path(tempfile.mkdtemp(prefix="grading-"))  # outside the repo under test
+    run = runners.Run(plan, repo, _command_env(plan), scratch, command, parser, report)
     try:
-        proof: Optional[Path] = None
-        go: List[canaries.GoCanary] = []
-        tripwire: Optional[tripwires.AddedTest] = None
-        node: Optional[tripwires.AddedTest] = None
-        plugin: Optional[canaries.ProofPlugin] = None
-        added: Optional[tripwires.AddedTest] = None
-        if parser in parsers.PYTEST_FAMILY:
-            # pytest's own JUnit report, at a path the command is not told about on its command
-            # line: proof that the session ran to its end (see _trusted_pytest).
-            proof = scratch / f"pytest-{secrets.token_hex(8)}.xml"
-            extra = env.get("PYTEST_ADDOPTS", "")
-            env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={proof}".strip()
-            plugin = canaries.write_proof_plugin(env, repo, proof)
-            tripwire = tripwires.write_pytest_tripwire(repo, plan)
-        elif parser == "gotest":
-            go = canaries.write_go_canaries(repo)
-        elif parser == "tap":
-            node = canaries.write_node_canaries(repo)
-        elif parser == "sympy":
-            added = tripwires.write_sympy_tripwire(repo, command)
-        elif parser in parsers.JS_TRIPWIRED:
-            added = tripwires.write_js_tripwire(repo, command)
-        elif parser in tripwires.CPP_FRAMEWORKS:
-            added = tripwires.write_cpp_tripwire(repo, command, parser)
-        command = surround.with_services(plan, command, out_dir)
+        family.prepare(run)
         code, timed_out, output = processes.run_logged(
-            command, repo, env, timeout, out_dir / TEST_OUTPUT
+            surround.with_services(plan, command, out_dir),
+            repo,
+            run.env,
+            timeout,
+            out_dir / TEST_OUTPUT,
         )
         report["exit_code"] = code
-        report["added_tests"] = canaries.added_names(tripwire or node or added, go)
+        report["added_tests"] = list(run.added)
         if timed_out:
             # Scored 0 regardless; what finished before the kill is kept to help diagnose it.
-            if junit_file is None:
-                report["tests"] = parsers.parse(parser, output)
+            partial = family.on_timeout(run, output)
+            if partial is not None:
+                report["tests"] = parsers.parse(parser, partial)
             raise Stop("infra_error", "timeout")
-        if junit_file is not None:
-            if not junit_file.is_file():
-                return {}
-            output = junit_file.read_text(encoding="utf-8", errors="replace")
-        tests = parsers.parse(parser, output)
-        if parser in parsers.FAIL_ONLY:
-            tests = _fail_only(plan, tests, output, code, report)
-        if proof is not None:
-            tests = _trusted_pytest(tests, proof, report, parser)
-        if tripwire is not None:
-            tests = tripwires.check_tripwire(tests, tripwire.relative(repo))
-        if node is not None:
-            tests = canaries.check_node_canary(tests, [output], node.name, report)
-        if added is not None and parser == "sympy":
-            tests = tripwires.check_sympy_tripwire(tests, output, added.names)
-        elif added is not None:
-            tests = tripwires.check_named_tripwire(tests, added.names, report)
-        if parser == "gotest":
-            canaries.check_go_tripwires(parsers.parse_gotest(output), go)
-            tests = parsers.gotest_trusted(output, [c.name for c in go])
-            dropped = {c.tripwire for c in go}
-            tests = {k: v for k, v in tests.items() if k.split("/", 1)[0] not in dropped}
-            if go and not tests and parsers.parse_gotest(output):
-                report.setdefault("notes", []).append(
-                    "go test output without the grading canary: results not trusted"
-                )
+        text = family.output(run, output)
+        if text is None:
+            return {}
+        tests = family.check(run, parsers.parse(parser, text), output, code)
         report["tests"] = tests
         return tests
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        for guard in (plugin, tripwire, node, added, *go):  # what this run added, taken out
-            if guard is not None:
-                guard.remove()
-
-
-def _fail_only(
-    plan: Mapping[str, Any], tests: Dict[str, str], output: str, code: int, report: Report
-) -> Dict[str, str]:
-    """A fail-only parser's results with the listed ids it did not see counted as passed (the
-    harness grades eslint, Chart.js, p5.js, marked, bpmn-js and openlayers rows so).
-    """
-    listed = [t for key in ("fail_to_pass", "pass_to_pass") for t in _str_list(plan.get(key), key)]
-    filled, count = parsers.fill_fail_only(tests, listed, output, code)
-    if count:
-        report.setdefault("notes", []).append(
-            f"fail-only parser: {count} listed tests absent from the log counted as passed"
-        )
-    return filled
-
-
-def _trusted_pytest(
-    tests: Dict[str, str], proof: Path, report: Report, parser: str = "pytest"
-) -> Dict[str, str]:
-    """Keep only the results pytest's JUnit report confirms (the worse status of the two wins).
-
-    Printed output can be forged by the code under test (a fake summary, then ``os._exit(0)``,
-    or an ``atexit`` hook printing after the real one); a session that never finished writes no
-    report, so nothing it printed is trusted. ``parser`` is the pytest-family parser that read
-    the output: the report's ids are rewritten as it rewrites printed ones.
-    """
-    if not proof.is_file():
-        if tests:
-            report.setdefault("notes", []).append(
-                "pytest wrote no JUnit report (the session did not finish): results not trusted"
-            )
-        return {}
-    confirmed = parsers.parse_junit(proof.read_text(encoding="utf-8", errors="replace"))
-    by_key: Dict[str, str] = {}
-    for junit_id, status in confirmed.items():
-        key = parsers.junit_key_as(parser, junit_id)
-        by_key[key] = parsers.worse(status, by_key.get(key, status))
-    trusted: Dict[str, str] = {}
-    dropped = 0
-    for test_id, status in tests.items():
-        other = by_key.get(parsers.pytest_key(test_id))
-        if other is None:
-            dropped += 1
-            continue
-        trusted[test_id] = parsers.worse(status, other)
-    if dropped:
-        report.setdefault("notes", []).append(
-            f"{dropped} printed pytest result(s) missing from pytest's JUnit report: ignored"
-        )
-    return trusted
+        run.remove()
 
 
 COLLECTED_EXIT_CODES = (0, 1)
@@ -613,33 +515,6 @@ def _import_judge() -> Any:
     return importlib.import_module(f"{__package__}.judge" if __package__ else "judge")
 
 
-def _nested_statuses(
-    tests: Dict[str, str], p2p: List[str], repo: Path, output: Path, report: Report
-) -> Dict[str, str]:
-    """Listed PASS_TO_PASS ids that no test of the run answers and whose file is not in the
-    repository (a test of a pytest run nested in the output, e.g. a pytester sub-run): their
-    status as the harness's line parser reads it from the output, recorded under
-    ``nested_ids`` (a label finding); a file there at the base commit is a real test's.
-    Never for FAIL_TO_PASS: a line the code under test prints must not make the fix pass.
-    """
-    missing = [i for i in p2p if rules.resolve(tests, i) is None]
-    if not missing or not output.is_file():
-        return tests
-    lines = parsers.harness_lines(output.read_text(encoding="utf-8", errors="replace"))
-    found = {}
-    for test_id in missing:
-        path = test_id.split("::", 1)[0]
-        if test_id not in lines or "::" not in test_id or (repo / path).exists():
-            continue
-        # Nor at the base commit: a candidate deleting a real test's file gains nothing here.
-        if patching.git(repo, "cat-file", "-e", f"HEAD:{path}", check=False).returncode == 0:
-            continue
-        found[test_id] = lines[test_id]
-    if found:
-        report["nested_ids"] = sorted(found)
-    return {**tests, **found}
-
-
 def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> None:
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
     if not isinstance(plan, dict):
@@ -693,8 +568,8 @@ def _grade(plan_path: Path, out_dir: Path, patch_path: Path, report: Report) -> 
     if rule == "all_pass":
         f2p = _str_list(plan.get("fail_to_pass"), "fail_to_pass")
         p2p = _str_list(plan.get("pass_to_pass"), "pass_to_pass")
-        if str(plan.get("parser")) in parsers.PYTEST_FAMILY:
-            tests = _nested_statuses(tests, p2p, repo, out_dir / TEST_OUTPUT, report)
+        family = runners.family(str(plan.get("parser") or ""))
+        tests = family.listed(tests, p2p, repo, out_dir / TEST_OUTPUT, report)
         reward, subscores = rules.all_pass(tests, f2p, p2p, details=report)
     elif rule == "formula":
         spec = plan.get("formula")

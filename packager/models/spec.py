@@ -285,7 +285,7 @@ class RunResult(Frozen):
     it reported no test at all (`engines.excerpts.output_excerpt`)."""
     nested_ids: list[str] | None = None
     """Listed PASS_TO_PASS ids only a pytest run nested in the output answered (read as the
-    harness's line parser reads them): a label finding (grading/grade.py `_nested_statuses`)."""
+    harness's line parser reads them): a label finding (grading/runner_pytest.py `nested_statuses`)."""
     suspicious: list[str] | None = None
     """`path:line what` of the patch's lines the grading runtime's scan flagged for review, not
     scored: runner internals the repository's own code also uses, or a test file using them

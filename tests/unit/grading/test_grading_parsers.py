@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from packager.grading import grade, parsers
+from packager.grading import parsers, runner_pytest
 from tests.unit.grading.test_grading_runtime import (
     CALC_BUGGY,
     CALC_FIXED,
@@ -312,7 +312,7 @@ def test_real_junit_report_confirms_every_printed_result(
     proof.write_text(read_harness("pytest_rA_junit.xml"), encoding="utf-8")
     printed = parsers.parse(parser, read_harness(log))
     report: dict[str, Any] = {}
-    trusted = grade._trusted_pytest(printed, proof, report, parser)
+    trusted = runner_pytest.trusted(printed, proof, report, parser)
     assert set(trusted) == set(printed)
     assert "notes" not in report
     assert trusted["tests/test_fields.py::test_cast[NULL::INT]"] == "passed"
