@@ -73,9 +73,8 @@ at its base commit): files a recipe reads (requirements, manifests) are read at 
 
 SWEBENCH_LANGUAGE = "python"
 """SWE-bench and SWE-rebench rows carry no language column; their repositories are Python,
-unless the recipe's parser says which runner (and so which language) the tests use."""
-
-LANGUAGE_BY_PARSER = {"gotest": "go", "tap": "javascript"}
+unless the recipe's parser says which runner (and so which language) the tests use (a
+toolchain profile's `parsers`, packager.toolchains)."""
 
 DEFAULT_LOG_PARSER = "parse_log_pytest"
 """A recipe without `log_parser` is graded as the harness grades most rows."""
@@ -209,75 +208,13 @@ SWEEPER_DEFAULT_PORT = 3000
 SWEEPER_LANGUAGE = "web"
 
 # -------------------------------------------------------------- toolchains besides Python
-
-DEBIAN_TOOLCHAINS: dict[str, dict[str, str]] = {
-    "node": {"bookworm": "18", "trixie": "20"},
-    "go": {"bookworm": "1.19", "trixie": "1.24"},
-    "rust": {"bookworm": "1.63", "trixie": "1.85"},
-    "java": {"bookworm": "17", "trixie": "21"},
-    "php": {"bookworm": "8.2", "trixie": "8.4"},
-    "ruby": {"bookworm": "3.1", "trixie": "3.3"},
-}
-"""The toolchain each Debian release ships, by the harness's `docker_specs` key stem
-(`node_version` -> node): the versions served here, from Debian's archive (no registry holds
-language images on this machine). A version is served when its leading parts equal one of these
-(`18.20.4` by node 18, `1.22.12` not by go 1.19 or 1.24)."""
-
-TOOLCHAIN_PACKAGES: dict[str, tuple[str, ...]] = {
-    "node": ("nodejs", "npm", "build-essential", "jq", "chromium"),
-    "go": ("golang-go",),
-    "rust": ("rustc", "cargo"),
-    "java": ("default-jdk-headless", "maven"),
-    "php": ("php-cli", "php-xml", "php-mbstring", "php-curl", "composer"),
-    "ruby": ("ruby-full", "bundler"),
-}
-"""Debian packages serving each toolchain (npm and pnpm come from the npm registry through npm
-itself: `pnpm_version` is `npm install -g pnpm@VER`). Node's also has what the harness's
-JavaScript images give every spec: compilers for native modules (node-gyp), jq (immutable-js'
-test command pipes jest's JSON through it) and a browser (Debian's Chromium for the harness's
-Chrome: karma's Chrome launchers, preact)."""
-
-TOOLCHAIN_ENV: dict[str, dict[str, str]] = {"node": {"CHROME_BIN": "/usr/bin/chromium"}}
-"""Environment of a toolchain's images (a recipe's `env_vars` win): karma-chrome-launcher finds
-Debian's Chromium through CHROME_BIN (it looks for Google Chrome's names on PATH)."""
-
-C_TOOLCHAIN_PACKAGES = (
-    "build-essential",
-    "cmake",
-    "autoconf",
-    "automake",
-    "libtool",
-    "pkg-config",
-    "bison",
-    "flex",
-    "tcl",
-)
-"""What the harness's C/C++ images give their specs' `build` commands: compilers and make,
-cmake, the autotools and pkg-config (jq's autoreconf), bison/flex (jq regenerates its parser),
-tcl (redis' and valkey's `runtest` is a Tcl script)."""
+# Each toolchain's versions, packages, environment and registry: packager/toolchains/.
 
 NON_PYTHON_PACKAGES = ("ca-certificates", "curl", "git", "python3", "procps")
 """Every non-Python recipe's image gets these first: TLS roots and curl for the toolchains'
 own downloads, git, python3 (>= 3.9 on every Debian served: the grading runtime is a Python
 zipapp run with `python3 -I -S` in the grader image, FROM this one) and ps (test suites that
 look for their servers' processes, redis' `runtest`)."""
-
-LANGUAGE_BY_TOOLCHAIN = {"node": "javascript", "c": "c"}
-"""A recipe's toolchain -> the task's language where the harness files none (its repository
-table names the language when it has the repository)."""
-
-UNREACHABLE_REGISTRIES: dict[str, str] = {
-    "go": "the Go module proxy",
-    "rust": "crates (the Rust package registry)",
-    "java": "Maven Central",
-    "php": "Packagist (Composer)",
-    "ruby": "RubyGems",
-}
-"""Package registries this machine cannot reach (it reaches the Python index, Debian's archive
-and the npm registry only), by toolchain: a row whose manifests at its base commit need one
-fails its build at once, naming the registry and the first dependency
-(packager.datasets.registries)."""
-
 
 SNAPSHOT_MARK = "# packager: the repository snapshot replaces the row's clone here"
 """The line an EC-SWE row's Dockerfile gets where its own clone of the repository was (the card

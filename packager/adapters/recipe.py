@@ -16,7 +16,7 @@ Keys and what they do (docs/datasets.md has the full table):
 - `log_parser`: a harness parser name, mapped to a parser of the grading runtime.
 - `env_vars`: ENV lines of the image (expanded by Docker, inherited by grading).
 - `docker_specs`: the toolchain (`node_version`, `go_version`, ... and `pnpm_version`), served
-  from Debian by `packager.images.toolchains.choose_toolchain`; a C repository (the harness's
+  from Debian by `packager.toolchains.choose_toolchain`; a C repository (the harness's
   language `c`) gets Debian's compilers and build tools.
 - `build`: shell commands run after `install` in the image (as the harness's repository setup
   runs them) and again before the tests at grading, after the candidate and test patches are
@@ -42,14 +42,17 @@ from packager.datasets.harness_parsers import (
 from packager.diffs import parse_diff
 from packager.errors import RowError
 from packager.images.pythons import Fallback, PythonChoice, PythonUnavailable, choose_python
-from packager.images.toolchains import (
-    ToolchainChoice,
-    ToolchainUnavailable,
-    c_toolchain,
-    choose_toolchain,
-)
 from packager.models.spec import Environment
 from packager.stamps import as_stamp
+from packager.toolchains import (
+    TOOL_KEYS,
+    VERSIONED,
+    ToolchainChoice,
+    ToolchainUnavailable,
+    choose_toolchain,
+    for_language,
+    tool_setup,
+)
 
 KNOWN_KEYS = frozenset(
     {
@@ -230,18 +233,20 @@ def _toolchain(
     choice: ToolchainChoice | None = None
     setup: list[str] = []
     notes: list[str] = []
+    tools: list[str] = []
     for key, value in specs.items():
         where = f"{field}.docker_specs.{key}"
         if key in DOCKER_SPECS_IGNORED:
             continue
         name = key.removesuffix("_version")
-        if key != "pnpm_version" and name not in A.DEBIAN_TOOLCHAINS:
+        if key not in TOOL_KEYS and name not in VERSIONED:
             notes.append(f"{where}: not read (no toolchain of that name here)")
             continue
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise RowError(task, where, "expected a version string such as '20'")
-        if key == "pnpm_version":
-            setup.append(f"npm install -g pnpm@{shlex.quote(str(value))}")
+        if key in TOOL_KEYS:
+            tools.append(key)
+            setup.append(tool_setup(key, shlex.quote(str(value))))
             continue
         if choice is not None:
             raise RowError(task, where, f"a second toolchain besides {choice.name}")
@@ -249,10 +254,12 @@ def _toolchain(
             choice = choose_toolchain(name, str(value), pythons.toolchain_fallback)
         except ToolchainUnavailable as exc:
             raise RowError(task, where, str(exc)) from exc
-    if choice is None and language == "c":
-        choice = c_toolchain()
-    if setup and (choice is None or choice.name != "node"):
-        raise RowError(task, f"{field}.docker_specs.pnpm_version", "needs node_version")
+    if choice is None:
+        choice = for_language(language)
+    for key in tools:
+        if choice is None or choice.name != TOOL_KEYS[key]:
+            needed = f"{TOOL_KEYS[key]}_version"
+            raise RowError(task, f"{field}.docker_specs.{key}", f"needs {needed}")
     return choice, tuple(setup), tuple(notes)
 
 
@@ -350,8 +357,10 @@ def _system(
 
 
 def _env(env_vars: Mapping[str, Any], toolchain: ToolchainChoice | None) -> dict[str, str]:
-    """The image's ENV lines: the toolchain's (A.TOOLCHAIN_ENV), then the recipe's `env_vars`."""
-    merged = dict(A.TOOLCHAIN_ENV.get(toolchain.name, {})) if toolchain is not None else {}
+    """The image's ENV lines: the toolchain's (its profile's `env`), then the recipe's
+    `env_vars`.
+    """
+    merged = toolchain.env if toolchain is not None else {}
     merged.update({str(k): str(v) for k, v in env_vars.items()})
     return dict(sorted(merged.items()))
 

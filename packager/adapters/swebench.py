@@ -32,6 +32,7 @@ from packager.errors import RowError
 from packager.models.spec import Environment, Grading, Provenance, Repo, TaskSpec
 from packager.registry import SchemaName
 from packager.render.naming import make_slug
+from packager.toolchains import LANGUAGE_BY_PARSER, LANGUAGE_BY_TOOLCHAIN
 
 _TEST_KEYS = ("test_cmd", "log_parser", "timeout", "env_vars", "eval_commands", "nano_cpus")
 
@@ -149,9 +150,9 @@ def _language(repo: str, recipe: RecipeResult) -> str:
     named = harness_language(repo)
     if named:
         return named
-    if recipe.toolchain is not None and recipe.toolchain.name in A.LANGUAGE_BY_TOOLCHAIN:
-        return A.LANGUAGE_BY_TOOLCHAIN[recipe.toolchain.name]
-    return A.LANGUAGE_BY_PARSER.get(recipe.parser, A.SWEBENCH_LANGUAGE)
+    if recipe.toolchain is not None and recipe.toolchain.name in LANGUAGE_BY_TOOLCHAIN:
+        return LANGUAGE_BY_TOOLCHAIN[recipe.toolchain.name]
+    return LANGUAGE_BY_PARSER.get(recipe.parser, A.SWEBENCH_LANGUAGE)
 
 
 def to_spec_with(row: Mapping[str, Any], ctx: Context, *, schema: SchemaName) -> TaskSpec:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from packager import assumptions as A
+from packager.toolchains.base import version_key
 
 Fallback = Literal["nearest", "never"]
 
@@ -40,15 +41,6 @@ class PythonChoice:
     def substituted(self) -> bool:
         """Whether the version used differs from the one asked for."""
         return self.used != self.requested
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """`"3.10"` -> (3, 10): versions compare numerically, not as text."""
-    parts = []
-    for part in version.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
 
 
 def minor(version: str) -> str:

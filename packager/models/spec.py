@@ -132,7 +132,7 @@ class Environment(Frozen):
     toolchain: str | None = None
     """The recipe's toolchain besides Python (`node`, `c`, `go`, `rust`, `java`, `php`,
     `ruby`): before building, the repository's manifests are checked for a package registry
-    this machine cannot reach (packager.datasets.registries)."""
+    this machine cannot reach (packager.toolchains)."""
     installers_out: tuple[str, ...] = ()
     """Installers (`pip`, `setuptools`) the agent image must not hold: each carries a later copy
     of the package under test (packager.datasets.vendored). Build steps get them for the step
@@ -285,7 +285,8 @@ class RunResult(Frozen):
     it reported no test at all (`engines.excerpts.output_excerpt`)."""
     nested_ids: list[str] | None = None
     """Listed PASS_TO_PASS ids only a pytest run nested in the output answered (read as the
-    harness's line parser reads them): a label finding (grading/runner_pytest.py `nested_statuses`)."""
+    harness's line parser reads them): a label finding (grading/runner_pytest.py,
+    `nested_statuses`)."""
     suspicious: list[str] | None = None
     """`path:line what` of the patch's lines the grading runtime's scan flagged for review, not
     scored: runner internals the repository's own code also uses, or a test file using them

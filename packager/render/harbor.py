@@ -34,6 +34,7 @@ from packager.judge.endpoint import HOST_ALIAS, JUDGE_ENV
 from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.models.spec import Environment, TaskSpec
 from packager.render import TEMPLATES_DIR, FileTree, OutFile, naming, render_template, text_file
+from packager.toolchains import uses_npm_registry
 
 JUDGE_START_TIMEOUT = 120
 """Seconds a web app gets to answer HTTP after its start command (a judge task)."""
@@ -183,7 +184,7 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 base_image=env.base_image,
                 prebuilt=env.prebuilt,
                 packages=list(env.packages),
-                npm_registry_arg=env.toolchain == "node",
+                npm_registry_arg=uses_npm_registry(env.toolchain),
                 python=env.python,
                 venv=VENV,
                 venv_tools=list(VENV_TOOLS) if pip_helper else [],

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from packager import repos
 from packager.context import RunContext
-from packager.datasets.registries import first_need
 from packager.defaults import BUILD_TIMEOUT_SEC
 from packager.errors import BuildError, RepoSourceError, RowError
 from packager.images import build, flatten, wheelhouse
@@ -31,6 +30,7 @@ from packager.repos.stored import write_snapshot
 from packager.repos.submodules import resolve_submodules
 from packager.stages.environment import dropped_in_log, dropped_packages, ensure_environment
 from packager.storage import OutputPaths
+from packager.toolchains import first_need, uses_npm_registry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -244,7 +244,7 @@ def _plan_agent(
     dockerfile = (paths.task_dir(slug) / "environment" / "Dockerfile").read_text()
     flat = _flat_base(client, spec, dockerfile, label, opts, logs / "build-flatten.log")
     plan = _AgentPlan(client, label, logs, opts, dockerfile, flat)
-    if spec.environment.toolchain == "node":
+    if uses_npm_registry(spec.environment.toolchain):
         registry = host_npm_registry()
         if registry:
             plan.buildargs["NPM_CONFIG_REGISTRY"] = registry
@@ -521,7 +521,7 @@ def _check_registries(spec: TaskSpec, repo_sources: dict[str, str], opts: BuildO
     """Fail at once (build_failed) when the repository's manifests at the base commit need a
     package registry this machine cannot reach, or its build fetches a submodule no
     repository source holds (naming its URL), rather than after a long build
-    (packager.datasets.registries, packager.repos.submodules).
+    (packager.toolchains, packager.repos.submodules).
     """
     env = spec.environment
     fetches = _fetches_submodules(spec)

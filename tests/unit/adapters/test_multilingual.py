@@ -18,8 +18,8 @@ from packager.adapters import Context, detect_schema, to_spec
 from packager.adapters.recipe import PythonPolicy, make_recipe
 from packager.datasets.harness_specs import harness_recipe
 from packager.errors import RowError
-from packager.images.toolchains import ToolchainUnavailable, choose_toolchain
 from packager.registry import SchemaName
+from packager.toolchains import ToolchainUnavailable, choose_toolchain
 
 ROWS = Path(__file__).parents[3] / "benchmarks" / "data" / "swe-bench-multilingual-real.jsonl"
 COLUMNS = [

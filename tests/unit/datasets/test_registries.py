@@ -1,5 +1,5 @@
 """Fail-fast detection of package registries this machine cannot reach, from a repository's
-manifests at its base commit (packager.datasets.registries). Pure: files from a dict.
+manifests at its base commit (packager.toolchains). Pure: files from a dict.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from packager.datasets.registries import first_need
+from packager.toolchains import first_need
 
 ROWS = Path(__file__).parents[3] / "benchmarks" / "data" / "swe-bench-multilingual-real.jsonl"
 GO_MOD = b"""module github.com/gin-gonic/gin
