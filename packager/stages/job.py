@@ -1,7 +1,8 @@
-"""One task's job: build its images, audit the agent image (and prove a web app answers), then
-run its oracle and nop trials. `TaskJob` is the only place these stages are put together; the
-executors schedule it (`packager.executors`). Every failure of a task becomes its result; only
-an interruption (Ctrl-C: `build.Cancelled`) escapes.
+"""One task's job: build its images, run the checks after a build on them (`checks.seam`: the
+audit of the agent image, a web app's answer), then run its oracle and nop trials. `TaskJob` is
+the only place these stages are put together; the executors schedule it
+(`packager.executors`). Every failure of a task becomes its result; only an interruption
+(Ctrl-C: `build.Cancelled`) escapes.
 """
 
 from __future__ import annotations
@@ -11,15 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from packager.checks.audit import AuditError, audit_path, audit_task
-from packager.checks.labels import task_labels
-from packager.checks.resources import measured_resources
-from packager.checks.webapp import check_app_answers
+from packager.checks.seam import Built, after_build, after_verify
 from packager.context import Cancelled, RunContext
 from packager.engines import DEFAULT_ENGINE, Engine, VerifyRequest, get_engine
-from packager.errors import BuildError, PackagerError, RepoSourceError, RowError, RunError
-from packager.judge.endpoint import missing_judge_env
-from packager.models.app import AppStart
+from packager.errors import BuildError, PackagerError, RepoSourceError, RowError
 from packager.models.spec import TaskResult, TaskSpec
 from packager.render.harbor_dataset import task_digest
 from packager.settings import VerifyConfig
@@ -170,7 +166,7 @@ class TaskJob:
             return built
         self.job.run.check()
         staged = self._staged(spec, built, started)
-        return self._audit(staged, built.agent.tag)
+        return self._checks(staged)
 
     def verify(self, staged: Staged) -> TaskResult:
         """The task's oracle and nop runs (its result as built when the job only builds)."""
@@ -273,57 +269,26 @@ class TaskJob:
             digest if isinstance(digest, str) else None,
         )  # fmt: skip
 
-    def _audit(self, staged: Staged, agent_tag: str) -> TaskResult | Staged:
-        """Audit the agent image, then check a web app answers: the task's result when it
-        ends here (infra_error, leak, needs_judge), else `staged` with their seconds and logs.
+    def _checks(self, staged: Staged) -> TaskResult | Staged:
+        """The checks after the build (`checks.seam.AFTER_BUILD`): the task's result when one
+        ends it there (infra_error, leak, needs_judge), else `staged` with their seconds and logs.
         """
-        spec, paths = staged.spec, self.job.paths
-        try:
-            audit = audit_task(self.client, spec, paths, agent_tag)
-        except AuditError as exc:
-            return staged.finish("infra_error", str(exc))
-        staged.durations["audit"] = float(audit.stats["seconds"])
-        staged.logs["audit"] = str(audit_path(paths, spec.provenance.slug))
-        if not audit.clean:
-            return staged.finish("leak", audit.summary())
-        if spec.grading.rule == "judge":
-            return self._check_app(staged)
-        return staged
-
-    def _check_app(self, staged: Staged) -> TaskResult | Staged:
-        """Prove a judged web app starts and answers HTTP; without a judge model to verify it
-        with, the task ends at `needs_judge`.
-        """
-        spec, slug = staged.spec, staged.spec.provenance.slug
-        g = spec.grading
-        assert g.app_start is not None and g.app_port is not None
-        log = self.job.paths.log_dir(slug) / "app-check.log"
-        start = AppStart(g.app_start, g.app_port, g.app_start_how or "")
-        try:
-            seconds = check_app_answers(
+        job = self.job
+        verdict = after_build(
+            Built(
+                staged.spec,
+                job.paths,
                 self.client,
-                staged.images["agent"],
-                start,
-                workdir=spec.repo.workdir,
-                log_path=log,
-                task=f"{spec.provenance.dataset}/{slug}",
-                run=self.job.run,
+                staged.images,
+                job.run,
+                job.judge_env,
+                job.verify,
             )
-        except RunError as exc:
-            staged.logs["app_check"] = str(log)
-            return staged.finish("infra_error", f"the app does not answer HTTP: {exc.reason}")
-        staged.durations["app_check"] = round(seconds, 3)
-        staged.logs["app_check"] = str(log)
-        missing = missing_judge_env(self.job.judge_env)
-        if self.job.verify and missing:
-            return staged.finish(
-                "needs_judge",
-                f"the app starts and answers HTTP on port {g.app_port} ({g.app_start_how}: "
-                f"{g.app_start}); its workflows are judged by a model in a browser: set "
-                f"{' and '.join(missing)} (the model's OpenAI-compatible endpoint and name; "
-                "PACKAGER_JUDGE_API_KEY if it needs a key), or pass --judge replay for the "
-                "recorded turns of a sample",
-            )
+        )
+        staged.durations.update(verdict.seconds)
+        staged.logs.update(verdict.logs)
+        if verdict.status is not None:
+            return staged.finish(verdict.status, verdict.reason)
         return staged
 
 
@@ -360,8 +325,7 @@ def run_stage(
         return verified.model_copy(
             update={
                 "image_ids": staged.image_ids,
-                "labels": task_labels(spec, verified),
-                "resources": measured_resources(verified),
+                **after_verify(spec, verified),
                 "environment": staged.environment,
                 "task_digest": staged.task_digest,
                 "reason": with_dropped(verified.reason, staged.environment.get("dropped")),

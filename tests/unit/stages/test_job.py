@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from packager.checks import seam
 from packager.errors import BuildError, RowError
 from packager.models.spec import TaskSpec
 from packager.settings import VerifyConfig
@@ -150,7 +151,7 @@ def test_a_build_only_job_ends_built_with_its_tags_computed_once(
         return audit.AuditReport(tag, "sha256:x", True, [], {"seconds": 0.5})
 
     monkeypatch.setattr(job_module, "build_task", built)
-    monkeypatch.setattr(job_module, "audit_task", audited)
+    monkeypatch.setattr(seam, "audit_task", audited)
     result = TaskJob(_job(tmp_path, spec, verify=False), _NoImages())(spec)
     assert seen == {"build_tags": tags, "audit_tag": tags.agent}
     assert result.status == "built"
@@ -187,7 +188,7 @@ def test_a_verified_job_records_its_run_stage_wall_and_its_environment_image(
         return staged.finish("verified")
 
     monkeypatch.setattr(job_module, "build_task", built)
-    monkeypatch.setattr(job_module, "audit_task", audited)
+    monkeypatch.setattr(seam, "audit_task", audited)
     monkeypatch.setattr(job_module, "run_stage", ran)
     result = TaskJob(_job(tmp_path, spec, verify=True), _NoImages())(spec)
     assert result.status == "verified"
