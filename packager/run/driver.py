@@ -36,7 +36,7 @@ from packager.run import store
 from packager.run.materialize import render_selection
 from packager.run.select import Selection
 from packager.run.store import cached_result, read_results, write_result
-from packager.stages.build import BuildOptions, build_task
+from packager.stages.build import BuildOptions, Rendered, build_task
 from packager.stages.job import Job
 from packager.storage import OutputPaths, cache_root, human_bytes
 
@@ -208,9 +208,10 @@ def package(config: RunConfig, display: Display, *, verify: bool = True) -> RunO
     (`errors.Interrupted`); results of finished tasks are kept.
     """
     sel = open_selection(config.selection)
-    specs = render_selection(sel, config.out)
+    rendered: dict[str, Rendered] = {}
+    specs = render_selection(sel, config.out, rendered=rendered)
     with judge_endpoint(config.verify.judge, specs) as judge_env:
-        return _Run(config, sel, display, verify, judge_env).run(specs)
+        return _Run(config, sel, display, verify, judge_env, rendered).run(specs)
 
 
 class _Run:
@@ -223,9 +224,12 @@ class _Run:
         display: Display,
         verify: bool,
         judge_env: dict[str, str],
+        rendered: dict[str, Rendered],
     ) -> None:
         self.config, self.sel, self.display, self.verify = config, sel, display, verify
         self.judge_env = judge_env
+        self.rendered = rendered
+        """Each task's image tags and folder digest, as its render decided (by slug)."""
         self.paths = output_paths(config.out, sel.dataset.name)
         self.client: DockerClient | None = None
         self.results: list[TaskResult] = []
@@ -287,6 +291,7 @@ class _Run:
                     oracle_runs=verify.oracle_runs,
                     engine=verify.engine,
                     client=self.client,
+                    rendered=self.rendered.get(spec.provenance.slug),
                 )
             )
             if cached is None:
@@ -324,6 +329,7 @@ class _Run:
             settings=cfg.verify,
             runner=get_engine(cfg.verify.engine, environment=cfg.verify.environment),
             judge_env=self.judge_env,
+            rendered=self.rendered,
         )
 
     def _executor(self) -> Executor:
@@ -436,7 +442,8 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
     patch = config.verify.patch
     assert patch is not None
     sel = open_selection(config.selection)
-    specs = render_selection(sel, config.out)
+    rendered: dict[str, Rendered] = {}
+    specs = render_selection(sel, config.out, rendered=rendered)
     if len(specs) != 1:
         raise InputError("--patch grades exactly one TASK")
     spec = specs[0]
@@ -454,12 +461,14 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
         # The images `package` verified for this very spec (same tags, same ids, bases
         # unchanged): graded on them, nothing built. Otherwise built with the task's own build
         # options (--ca-bundle, --build-timeout, --pull), as `package` builds them.
-        verified = cached_result(paths, spec, oracle_runs=1, client=client)
+        done = rendered.get(spec.provenance.slug)
+        verified = cached_result(paths, spec, oracle_runs=1, client=client, rendered=done)
         if verified is not None:
             images = verified.images
         else:
             opts = build_options(config, sel.mirror_dirs, context)
-            images = build_task(client, spec, paths, sel.merged_repo_sources, opts).images
+            tags = done.tags if done is not None else None
+            images = build_task(client, spec, paths, sel.merged_repo_sources, opts, tags).images
         run = grade_patch(
             client, spec, paths, images, patch.read_bytes(), config=config.verify,
             judge_env=judge_env, run=context,

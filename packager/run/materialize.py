@@ -20,6 +20,7 @@ from packager.render.hud import make_hud_files
 from packager.render.write import Staging
 from packager.run.resolve import resolve_spec
 from packager.run.select import RowScan, Selection
+from packager.stages.build import ImageTags, Rendered
 from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class _TaskRecord(NamedTuple):
     slug: str
     digest: str
     name: str
+    agent_image: str
+    grader_image: str
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,10 @@ class _TaskStager:
         self.staging.write(self.paths.task_dir(slug), task.files)
         self.staging.write(self.paths.source_dir(slug), hud)
         self.staging.write(self.paths.manifest_dir(slug), task.manifests)
-        return _TaskRecord(spec.task_id, slug, content_digest(task.files, slug), task_name(spec))
+        digest = content_digest(task.files, slug)
+        return _TaskRecord(
+            spec.task_id, slug, digest, task_name(spec), task.agent_image, task.grader_image
+        )
 
 
 _Done = tuple[TaskSpec | None, _TaskRecord | None]
@@ -175,6 +181,7 @@ def render_selection(
     *,
     keep_specs: bool = True,
     workers: int | None = None,
+    rendered: dict[str, Rendered] | None = None,
 ) -> list[TaskSpec]:
     """Render every selected row, then put each task's folders in place atomically.
 
@@ -183,6 +190,8 @@ def render_selection(
     appears in `out` unless every row is good. Then each task's folders are moved into place
     in dataset order, and `on_task(instance_id, task_dir)` is called. Returns the written
     specs in order; with `keep_specs=False` none (memory stays flat over any number of rows).
+    `rendered` (by slug) receives what each render decided, for the build and the cache check
+    to use instead of rendering the task again.
     """
     written: list[TaskSpec] = []
     paths = OutputPaths(out, sel.dataset.name)
@@ -199,6 +208,9 @@ def render_selection(
             task_dir = paths.task_dir(done.slug)
             digests[task_dir] = done.digest
             names[task_dir] = done.name
+            if rendered is not None:
+                tags = ImageTags(done.agent_image, done.grader_image)
+                rendered[done.slug] = Rendered(tags, done.digest)
             staged.append((done.task_id, done.slug))
             if spec is not None:
                 written.append(spec)

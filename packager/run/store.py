@@ -14,7 +14,7 @@ from packager.models.spec import TaskResult
 from packager.release.report import QualityRow, make_html, make_markdown, quality_markdown
 from packager.render.harbor_dataset import task_digest
 from packager.render.write import write_json, write_text
-from packager.stages.build import image_tags
+from packager.stages.build import Rendered, image_tags
 from packager.storage import REPORT_SUFFIXES, OutputPaths, human_bytes
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def cached_result(
     oracle_runs: int,
     engine: str = "local",
     client: DockerClient | None = None,
+    rendered: Rendered | None = None,
 ) -> TaskResult | None:
     """The task's saved result when it is `verified` for the very images this spec renders to
     and the very task folder rendered now (its digest: an edited instruction or task.toml is
@@ -58,7 +59,8 @@ def cached_result(
     least `oracle_runs` oracle runs: a rerun skips such a task.
 
     With a client, the images must also still be the ones verified (same ids) and the agent
-    image's base images unchanged since it was built.
+    image's base images unchanged since it was built. `rendered`: the tags and digest this run's
+    render decided (else the spec is rendered and the folder read again).
     """
     target = paths.result_file(spec.provenance.slug)
     if not target.is_file():
@@ -67,7 +69,7 @@ def cached_result(
         previous = TaskResult.model_validate_json(target.read_text())
     except ValueError:
         return None
-    tags = image_tags(spec)
+    tags = rendered.tags if rendered is not None else image_tags(spec)
     same = previous.images == tags.images
     if not (
         previous.status == "verified"
@@ -77,7 +79,8 @@ def cached_result(
     ):
         return None
     folder = paths.task_dir(spec.provenance.slug)
-    if previous.task_digest is None or previous.task_digest != task_digest(folder):
+    digest = rendered.digest if rendered is not None else task_digest(folder)
+    if previous.task_digest is None or previous.task_digest != digest:
         return None
     if client is not None and previous.image_ids:
         try:

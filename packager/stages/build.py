@@ -52,6 +52,15 @@ class ImageTags(NamedTuple):
         return {"agent": self.agent, "grader": self.grader}
 
 
+class Rendered(NamedTuple):
+    """What a task's render decided, carried from the render to its build, its cache check and
+    its results (the task is rendered once per run): its image tags and its folder's digest.
+    """
+
+    tags: ImageTags
+    digest: str
+
+
 def image_tags(spec: TaskSpec) -> ImageTags:
     """The spec's image tags. It renders the task tree: compute them once per task and pass
     them on.

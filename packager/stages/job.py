@@ -23,6 +23,7 @@ from packager.stages.build import (
     BuildOptions,
     BuildOutcome,
     ImageTags,
+    Rendered,
     build_failure_reason,
     build_task,
     environment_facts,
@@ -48,6 +49,9 @@ class Job:
     runner: Engine = field(default_factory=lambda: get_engine(DEFAULT_ENGINE))
     """The engine of `settings`, made once for the run (the driver makes it)."""
     judge_env: Mapping[str, str] = field(default_factory=dict)
+    rendered: Mapping[str, Rendered] = field(default_factory=dict)
+    """What this run's render decided for each task (by slug): its image tags and folder digest,
+    so a job does not render its task again (a task missing here is rendered on demand)."""
 
     @property
     def run(self) -> RunContext:
@@ -192,13 +196,18 @@ class TaskJob:
         built from, or failed to build from).
         """
         folder = self.job.paths.task_dir(spec.provenance.slug)
+        rendered = self.job.rendered.get(spec.provenance.slug)
+        if rendered is not None:
+            digest: str | None = rendered.digest
+        else:
+            digest = task_digest(folder) if (folder / "task.toml").is_file() else None
         return {
             "task": spec.provenance.slug,
             "instance_id": spec.task_id,
             "dataset": spec.provenance.dataset,
             "engine": self.job.runner.name,
             "expected_nop": spec.expectations.nop_reward,
-            "task_digest": task_digest(folder) if (folder / "task.toml").is_file() else None,
+            "task_digest": digest,
         }
 
     def _failed(
@@ -227,7 +236,8 @@ class TaskJob:
         """The task's images, or its result when they could not be built."""
         job, slug = self.job, spec.provenance.slug
         try:
-            tags: ImageTags = image_tags(spec)
+            rendered = job.rendered.get(slug)
+            tags: ImageTags = rendered.tags if rendered is not None else image_tags(spec)
             repo_sources = dict(job.repo_sources)
             return build_task(self.client, spec, job.paths, repo_sources, job.build_opts, tags)
         except BuildError as exc:
