@@ -25,16 +25,20 @@ from pydantic import (
 
 from packager.defaults import BUILD_TIMEOUT_SEC, MAX_ABLATIONS
 from packager.engines import get_engine
-from packager.errors import InputError, PackagerError
+from packager.errors import DatasetError, InputError, PackagerError
 from packager.registry import (
     EXECUTORS,
+    SCHEMAS,
+    ExecutorName,
     GraderNetwork,
     History,
     Prebuilt,
     Prompt,
     PythonFallback,
+    SchemaName,
     ToolchainFallback,
     find,
+    parse,
 )
 from packager.settings import PARTIAL, VerifyConfig, whole
 from packager.settings import Section as _Section
@@ -53,10 +57,11 @@ def ray_head(address: str) -> tuple[str, int] | None:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def _executor_name(value: str) -> str:
-    if value not in EXECUTORS:
+def _executor_name(value: object) -> ExecutorName:
+    member = parse(ExecutorName, str(value))
+    if member is None:
         raise InputError(f"unknown executor {value!r} (available: {', '.join(EXECUTORS)})")
-    return value
+    return member
 
 
 class SelectionConfig(_Section):
@@ -72,7 +77,7 @@ class SelectionConfig(_Section):
         ),
     )
     split: str = Field("test", description="Dataset split to read.")
-    schema_name: str | None = Field(
+    schema_name: SchemaName | None = Field(
         None, description="Skip schema detection: swebench, swe-rebench, ec-swe, pdl, sweeper."
     )
     repo_source: tuple[str, ...] = Field(
@@ -188,6 +193,16 @@ class SelectionConfig(_Section):
         ),
     )
 
+    @field_validator("schema_name", mode="before")
+    @classmethod
+    def _schema(cls, value: object) -> SchemaName | None:
+        if value is None:
+            return None
+        member = parse(SchemaName, str(value))
+        if member is None:
+            raise DatasetError(f"unknown schema {value!r}; known: {', '.join(SCHEMAS)}")
+        return member
+
     @field_validator("as_of")
     @classmethod
     def _as_of(cls, value: str) -> str:
@@ -220,8 +235,8 @@ class BuildConfig(_Section):
 class ExecutorConfig(_Section):
     """Where the jobs run (`--executor` and its Ray options)."""
 
-    name: str = Field(
-        "local",
+    name: ExecutorName = Field(
+        ExecutorName.LOCAL,
         description=(
             "Where each task's build, audit and verification run: local (this "
             "machine's Docker engine, -j at once) or ray (one job per task on a Ray "
@@ -264,9 +279,9 @@ class ExecutorConfig(_Section):
         ),
     )
 
-    @field_validator("name")
+    @field_validator("name", mode="before")
     @classmethod
-    def _known(cls, value: str) -> str:
+    def _known(cls, value: object) -> ExecutorName:
         return _executor_name(value)
 
     @field_validator("registry")
@@ -351,15 +366,15 @@ class PublishConfig(_Section):
     include_unverified: bool = Field(False, description="Also publish tasks that are not verified.")
     name: str | None = Field(None, description="Dataset name (default: the dataset's).")
     version: str = Field("1.0", description="Dataset version.")
-    executor: str = Field(
+    executor: ExecutorName = Field(
         ExecutorConfig.model_fields["name"].default,
         description="ray: the tasks were packaged with --executor ray and the same --registry, "
         "so their images are already there (pushed by their jobs); no local engine is needed.",
     )
 
-    @field_validator("executor")
+    @field_validator("executor", mode="before")
     @classmethod
-    def _known(cls, value: str) -> str:
+    def _known(cls, value: object) -> ExecutorName:
         return _executor_name(value)
 
     @model_validator(mode="after")

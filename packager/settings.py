@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from packager.defaults import DEFAULT_ENVIRONMENT
-from packager.errors import InputError
+from packager.errors import InputError, UnknownEngineError
+from packager.registry import ENGINES, EngineName, parse
 
 PARTIAL = "partial"
 """Validation context flag: a file on its own, before the command line completes it (checks
@@ -34,8 +35,8 @@ def whole(info: ValidationInfo) -> bool:
 class VerifyConfig(Section):
     """How tasks are verified (or one candidate patch graded)."""
 
-    engine: str = Field(
-        "local",
+    engine: EngineName = Field(
+        EngineName.LOCAL,
         description=(
             "Verification engine: local (Docker SDK, seconds per run) or harbor "
             "(the real `harbor run` in the pinned .harbor environment; `make "
@@ -81,6 +82,14 @@ class VerifyConfig(Section):
     def environment(self) -> str:
         """The environment type trials run in (`--harbor-env`, docker by default)."""
         return self.harbor_env if self.harbor_env is not None else DEFAULT_ENVIRONMENT
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _engine(cls, value: object) -> EngineName:
+        member = parse(EngineName, str(value))
+        if member is None:
+            raise UnknownEngineError(str(value), ENGINES)
+        return member
 
     @model_validator(mode="after")
     def _harbor_env(self, info: ValidationInfo) -> Self:

@@ -17,7 +17,7 @@ from packager.datasets.sources import DatasetSource, iter_rows
 from packager.errors import PackagerError, RowError, UnknownTasksError
 from packager.images.bases import can_pull
 from packager.models.spec import TaskSpec
-from packager.registry import GraderNetwork, Prebuilt, Prompt
+from packager.registry import GraderNetwork, Prebuilt, Prompt, SchemaName
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Selection:
     dataset: DatasetSource
     task_ids: tuple[str, ...] = ()
     all_tasks: bool = False
-    schema: str | None = None
+    schema: SchemaName | None = None
     repo_sources: dict[str, str] = field(default_factory=dict)
     mirror_dirs: tuple[str, ...] = ()
     """Folders of repository mirrors (`--repo-source DIR`)."""
