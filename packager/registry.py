@@ -34,6 +34,13 @@ class ExecutorName(StrEnum):
     RAY = "ray"
 
 
+class JudgeMode(StrEnum):
+    """`--judge`: where a browser judge's model is (packager.judge.endpoint)."""
+
+    ENV = "env"
+    REPLAY = "replay"
+
+
 class SchemaName(StrEnum):
     """`--schema`: the dataset card a row follows (packager.adapters), in detection order."""
 

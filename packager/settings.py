@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from packager.defaults import DEFAULT_ENVIRONMENT
 from packager.errors import InputError, UnknownEngineError
-from packager.registry import ENGINES, EngineName, parse
+from packager.registry import ENGINES, EngineName, JudgeMode, parse
 
 PARTIAL = "partial"
 """Validation context flag: a file on its own, before the command line completes it (checks
@@ -63,8 +63,8 @@ class VerifyConfig(Section):
             "beyond it); a run killed for memory is an infra_error."
         ),
     )
-    judge: str = Field(
-        "env",
+    judge: JudgeMode = Field(
+        JudgeMode.ENV,
         description=(
             "Where a browser judge's model is (SWEeper tasks): env = the endpoint "
             "named by PACKAGER_JUDGE_BASE_URL, PACKAGER_JUDGE_MODEL and "
@@ -89,6 +89,15 @@ class VerifyConfig(Section):
         member = parse(EngineName, str(value))
         if member is None:
             raise UnknownEngineError(str(value), ENGINES)
+        return member
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge(cls, value: object) -> JudgeMode:
+        member = parse(JudgeMode, str(value))
+        if member is None:
+            modes = ", ".join(JudgeMode)
+            raise InputError(f"unknown --judge {value!r} (available: {modes})")
         return member
 
     @model_validator(mode="after")

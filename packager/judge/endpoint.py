@@ -18,6 +18,7 @@ from pathlib import Path
 from packager.errors import PackagerError
 from packager.judge.replay import ReplayScript, ReplayServer
 from packager.models.spec import TaskSpec
+from packager.registry import JudgeMode
 
 ENV_BASE_URL = "PACKAGER_JUDGE_BASE_URL"
 ENV_MODEL = "PACKAGER_JUDGE_MODEL"
@@ -25,7 +26,7 @@ ENV_API_KEY = "PACKAGER_JUDGE_API_KEY"
 JUDGE_ENV = (ENV_BASE_URL, ENV_MODEL, ENV_API_KEY)
 REQUIRED = (ENV_BASE_URL, ENV_MODEL)
 HOST_ALIAS = "host.docker.internal"
-JUDGE_MODES = ("env", "replay")
+JUDGE_MODES = tuple(JudgeMode)
 REPLAY_DIR = Path(__file__).resolve().parent.parent / "samples" / "replays"
 """Recorded judge turns of the sample tasks: `<instance_id>.yaml`."""
 REPLAY_MODEL = "packager-replay"

@@ -84,3 +84,18 @@ def test_config_fields_hold_the_registrys_members() -> None:
         ExecutorConfig(name="k8s")  # type: ignore[arg-type]
     with pytest.raises(DatasetError, match="unknown schema 'nope'"):
         SelectionConfig(schema_name="nope")  # type: ignore[arg-type]
+
+
+def test_an_unknown_judge_mode_is_refused_before_anything_is_rendered(tmp_path) -> None:
+    """`--judge` is a registry enum: a mode that does not exist is bad input (exit 2) at once,
+    not an error after the tasks were rendered."""
+    from packager.registry import JudgeMode
+    from packager.settings import VerifyConfig
+    from tests.conftest import run_cli
+
+    assert VerifyConfig().judge is JudgeMode.ENV
+    assert VerifyConfig(judge="replay").judge is JudgeMode.REPLAY  # type: ignore[arg-type]
+    proc = run_cli("package", "samples__textkit-1", "--out", str(tmp_path), "--judge", "live")
+    assert proc.returncode == 2, proc.stderr
+    assert "unknown --judge 'live' (available: env, replay)" in proc.stderr + proc.stdout
+    assert not (tmp_path / "samples").exists()
