@@ -4,5 +4,6 @@
   commits) is in any layer or git object of an agent image.
 - `quality`: a verified task can still be poor (an ablation of the gold patch also passes, the
   instruction leaks the fix, hidden tests that test nothing); each finding is reported.
-- `webapp`: SWEeper web apps answer before their browser workflows are judged.
+- `app`: SWEeper web apps answer before their browser workflows are judged (how they start is
+  `packager.adapters.app_start`'s).
 """

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from packager.checks.app import check_app_answers
 from packager.checks.audit import AuditError, audit_path, audit_task
 from packager.checks.labels import task_labels
 from packager.checks.resources import measured_resources
-from packager.checks.webapp import check_app_answers
 from packager.errors import RunError
 from packager.judge.endpoint import missing_judge_env
 from packager.models.app import AppStart
@@ -92,7 +92,7 @@ class Audit:
 
 
 class App:
-    """A judged web app starts and answers HTTP (`checks.webapp`); without a judge model to
+    """A judged web app starts and answers HTTP (`checks.app`); without a judge model to
     verify it with, the task ends at `needs_judge`.
     """
 

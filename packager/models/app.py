@@ -1,5 +1,5 @@
 """How a web app of a task starts (`AppStart`), and reading one from a recipe entry: values that
-adapters make and the app check (`packager.checks.webapp`) uses.
+adapters make and the app check (`packager.checks.app`) uses.
 """
 
 from __future__ import annotations

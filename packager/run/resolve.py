@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packager import assumptions as A
 from packager import repos
-from packager.checks.webapp import detect_start
+from packager.adapters.app_start import detect_start
 from packager.datasets.conda import CondaError, from_environment_yml
 from packager.datasets.harness_specs import replacements
 from packager.errors import RepoSourceError, RowError

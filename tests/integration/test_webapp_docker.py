@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from packager.checks.webapp import check_app_answers, detect_start
+from packager.adapters.app_start import detect_start
+from packager.checks.app import check_app_answers
 from packager.context import RunContext
 from packager.errors import RunError
 from packager.images.build import build_image

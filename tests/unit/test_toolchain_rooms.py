@@ -22,7 +22,7 @@ ELSEWHERE = {
     # Other meanings: a Ray cluster node, the `node` executable a web app starts with, git's
     # one-letter object types, a sample grader's own source.
     "executors/ray.py": {"node"},
-    "checks/webapp.py": {"node"},
+    "adapters/app_start.py": {"node"},
     "checks/audit/packs.py": {"c"},
     "samples/src/kvstore/grader/grade.py": {"node"},
 }

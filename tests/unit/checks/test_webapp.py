@@ -7,14 +7,10 @@ from typing import Any
 
 import pytest
 
-from packager.checks.webapp import (
-    CANDIDATE_PATHS,
-    detect_start,
-    log_tail,
-    paths_to_read,
-)
-from packager.checks.webapp import _answer as answer
-from packager.checks.webapp import _probe_summary as probe_summary
+from packager.adapters.app_start import CANDIDATE_PATHS, detect_start, paths_to_read
+from packager.checks.app import _answer as answer
+from packager.checks.app import _probe_summary as probe_summary
+from packager.checks.app import log_tail
 from packager.context import RunContext
 from packager.models.app import AppStart, start_from_recipe
 
@@ -435,7 +431,7 @@ START = AppStart("python3 manage.py runserver 0.0.0.0:$PORT --noreload", 8000, "
 
 
 def _check(box: FakeBox | None, tmp_path: Any, timeout_sec: float = 60.0) -> tuple[Any, Any]:
-    from packager.checks.webapp import check_app_answers
+    from packager.checks.app import check_app_answers
 
     client = FakeClient(box)
     log_path = tmp_path / "logs" / "app.txt"
@@ -454,7 +450,7 @@ def _check(box: FakeBox | None, tmp_path: Any, timeout_sec: float = 60.0) -> tup
 
 @pytest.fixture
 def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("packager.checks.webapp.POLL_SEC", 0.0)
+    monkeypatch.setattr("packager.checks.app.POLL_SEC", 0.0)
 
 
 @pytest.mark.usefixtures("no_wait")
