@@ -651,4 +651,6 @@ def run_job(payload: dict[str, Any], task_tar: bytes, shipped: dict[str, Any]) -
                 build.remove_run_containers(client, job.run)
         raise
     finally:
+        if job is not None:
+            job.run.close()  # this job's services (its wheelhouse server)
         shutil.rmtree(root, ignore_errors=True)

@@ -4,8 +4,10 @@ seen before downloads and compiles nothing.
 
 The engine here builds with the classic builder (docker-py has no BuildKit client, so no cache
 mounts): a build's containers reach the wheelhouse over HTTP, served by this process on the
-engine's bridge gateway. The build learns the server's address only from an `/etc/hosts` entry
-of its containers (`extra_hosts`, `p<port>-<token>.packager-wheelhouse.invalid`), which is in no
+engine's bridge gateway for as long as the run that started it (the run context's service,
+`packager.context`; a Ray worker's job has its own). The build learns the server's address
+only from an `/etc/hosts` entry of its containers (`extra_hosts`,
+`p<port>-<token>.packager-wheelhouse.invalid`), which is in no
 layer, no history and no build-cache key: the Dockerfile, the tags and the layers are the same
 with the wheelhouse, without it, full or empty. The agent Dockerfile's pip steps go through
 `packager-pip.py` (templates/harbor/environment), which installs from the wheelhouse alone
@@ -22,7 +24,6 @@ Set PACKAGER_WHEELHOUSE=0 to build without it.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import ipaddress
 import logging
@@ -40,6 +41,7 @@ from packager.images.timemachine import TimeMachine
 from packager.storage import WHEELHOUSE
 
 if TYPE_CHECKING:
+    from packager.context import RunContext
     from packager.images.build import DockerClient
 
 LOG = logging.getLogger(__name__)
@@ -192,10 +194,10 @@ class _Server(ThreadingHTTPServer):
                 self._time_machine = TimeMachine()
             return self._time_machine
 
-
-_SERVER: _Server | None = None
-_FAILED = False
-_GUARD = threading.Lock()
+    def close(self) -> None:
+        """Stop serving (the run that started it is over)."""
+        self.shutdown()
+        self.server_close()
 
 
 def bridge_gateway(client: DockerClient) -> str | None:
@@ -220,44 +222,38 @@ def bridge_gateway(client: DockerClient) -> str | None:
     return None
 
 
-def serve(client: DockerClient, root: Path | None = None) -> _Server | None:
-    """The wheelhouse server of this process (started on first use; None when it cannot be: no
-    bridge gateway on this host, e.g. a remote engine, or the wheelhouse turned off).
+def _start(client: DockerClient, root: Path | None) -> _Server | None:
+    """A wheelhouse server on the engine's bridge gateway, serving in a thread of its own; None
+    when there can be none (no bridge gateway on this host, e.g. a remote engine, or the
+    wheelhouse turned off).
     """
-    global _SERVER, _FAILED
-    with _GUARD:
-        if _SERVER is not None or _FAILED or not enabled():
-            return _SERVER
-        gateway = bridge_gateway(client)
-        if gateway is None:
-            return None
-        try:
-            server = _Server((gateway, 0), root or wheelhouse_root())
-        except OSError as exc:  # not this host's address: a remote engine
-            LOG.info("no wheelhouse: cannot serve it on the bridge gateway (%s)", exc)
-            _FAILED = True
-            return None
-        server.root.mkdir(parents=True, exist_ok=True)
-        threading.Thread(target=server.serve_forever, name="wheelhouse", daemon=True).start()
-        _SERVER = server
-        return server
+    if not enabled():
+        return None
+    gateway = bridge_gateway(client)
+    if gateway is None:
+        return None
+    try:
+        server = _Server((gateway, 0), root or wheelhouse_root())
+    except OSError as exc:  # not this host's address: a remote engine
+        LOG.info("no wheelhouse: cannot serve it on the bridge gateway (%s)", exc)
+        return None
+    server.root.mkdir(parents=True, exist_ok=True)
+    threading.Thread(target=server.serve_forever, name="wheelhouse", daemon=True).start()
+    return server
 
 
-def build_hosts(client: DockerClient) -> dict[str, str]:
+def serve(client: DockerClient, run: RunContext, root: Path | None = None) -> _Server | None:
+    """The run's wheelhouse server (started on its first build that may use it, stopped when
+    the run closes its context); None when there can be none (`_start`).
+    """
+    server: _Server | None = run.service("wheelhouse", lambda: _start(client, root))
+    return server
+
+
+def build_hosts(client: DockerClient, run: RunContext) -> dict[str, str]:
     """The `extra_hosts` of a build whose pip steps may use the wheelhouse ({} without one)."""
-    server = serve(client)
+    server = serve(client, run)
     if server is None:
         return {}
     host, port = server.server_address[:2]
     return {f"p{port}-{server.token}{HOST_SUFFIX}": str(host)}
-
-
-def stop() -> None:
-    """Stop this process's server (tests; a process's server otherwise lives as long as it)."""
-    global _SERVER, _FAILED
-    with _GUARD:
-        if _SERVER is not None:
-            with contextlib.suppress(Exception):
-                _SERVER.shutdown()
-                _SERVER.server_close()
-        _SERVER, _FAILED = None, False

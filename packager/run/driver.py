@@ -10,6 +10,7 @@ and the report. It prints nothing: what the user sees goes through a `Display`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -238,6 +239,12 @@ class _Run:
         """This run's id and cancellation, handed to every job (packager.context)."""
 
     def run(self, specs: list[TaskSpec]) -> RunOutcome:
+        try:
+            return self._run(specs)
+        finally:
+            self.context.close()  # the run's services (the wheelhouse server) stop with it
+
+    def _run(self, specs: list[TaskSpec]) -> RunOutcome:
         if executor_entry(self.config.executor.name).local_engine:
             self.client = connect()
             swept = build.remove_orphan_containers(self.client, self.context)
@@ -391,16 +398,17 @@ def check_quality(config: RunConfig, display: Display) -> QualityOutcome:
     context = RunContext()
     unverified: list[str] = []
     flagged: list[str] = []
-    for spec in specs:
-        result = _saved_result(paths, spec)
-        if result is None or result.status != "verified":
-            display.skipped(spec.task_id, result.status if result else "not packaged")
-            unverified.append(spec.task_id)
-            continue
-        report = quality_for(config, client, spec, paths, result, sel, context)
-        display.quality(report)
-        if report.flagged:
-            flagged.append(spec.task_id)
+    with closing(context):
+        for spec in specs:
+            result = _saved_result(paths, spec)
+            if result is None or result.status != "verified":
+                display.skipped(spec.task_id, result.status if result else "not packaged")
+                unverified.append(spec.task_id)
+                continue
+            report = quality_for(config, client, spec, paths, result, sel, context)
+            display.quality(report)
+            if report.flagged:
+                flagged.append(spec.task_id)
     report_file = store.write_report(paths, config_digest=config.digest())
     return QualityOutcome(len(specs) - len(unverified), flagged, unverified, report_file)
 
@@ -449,7 +457,7 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
     spec = specs[0]
     paths = output_paths(config.out, sel.dataset.name)
     context = RunContext()
-    with judge_endpoint(config.verify.judge, [spec]) as judge_env:
+    with judge_endpoint(config.verify.judge, [spec]) as judge_env, closing(context):
         missing = missing_judge_env(judge_env) if spec.grading.rule == "judge" else []
         if missing:  # before anything is built: the run could not be graded
             raise InputError(

@@ -409,7 +409,7 @@ def _build_agent(
             force=plan.rebuild,
             # Environment steps the cache lacks (no snapshot line: no environment image) then
             # take the machine's wheels too; the hosts entry is in no cache key.
-            extra_hosts=wheelhouse.build_hosts(plan.client),
+            extra_hosts=wheelhouse.build_hosts(plan.client, plan.opts.run),
             run=plan.opts.run,
         )
     finally:
@@ -446,7 +446,7 @@ def _build_grader(
         # of, come through the machine's wheelhouse (and the index as of the environment's
         # date); the hosts entry is in no cache key.
         extra_hosts=(
-            wheelhouse.build_hosts(client)
+            wheelhouse.build_hosts(client, plan.opts.run)
             if spec.grading.refresh_requirements or spec.environment.installers_out
             else None
         ),

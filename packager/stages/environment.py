@@ -146,7 +146,7 @@ def ensure_environment(
                 timeout_sec=timeout_sec,
                 buildargs=dict(buildargs),
                 context_tar=make_tar({**files, "Dockerfile": head.encode()}),
-                extra_hosts=wheelhouse.build_hosts(client),  # pip steps: the machine's wheels
+                extra_hosts=wheelhouse.build_hosts(client, run),  # pip steps: the machine's wheels
                 run=run,
             )
         except BuildError as exc:

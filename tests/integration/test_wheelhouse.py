@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from packager.context import RunContext
-from packager.images import build, wheelhouse
+from packager.images import build
 from packager.images.hud_build import host_ca_bundle
 from packager.models.spec import TaskSpec
 from packager.stages.environment import ensure_environment
@@ -92,7 +92,7 @@ def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
     from packager.render.harbor import SNAPSHOT_FILE
 
     monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "cache"))  # an empty wheelhouse
-    wheelhouse.stop()
+    run = RunContext()  # its wheelhouse server serves both builds, and stops when it closes
     tags: list[str] = []
     try:
         base = _python_base(docker_client, tmp_path)
@@ -109,7 +109,7 @@ def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
                 task="wheelhouse-test",
                 log_path=tmp_path / f"build-{attempt}.log",
                 timeout_sec=600,
-                run=RunContext(),
+                run=run,
             )
             assert outcome is not None and outcome.built and outcome.log_path is not None
             tags.append(outcome.tag)
@@ -160,7 +160,7 @@ def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
             == b"1.16.0"
         )
     finally:
-        wheelhouse.stop()
+        run.close()
         for tag in reversed(tags):
             try:
                 docker_client.images.remove(tag)

@@ -58,12 +58,11 @@ def test_imports_inside_functions_are_few_and_say_why() -> None:
 
 
 PROCESS_STATE = {
-    "packager/images/wheelhouse.py": {"_SERVER", "_FAILED"},
     "packager/run/materialize.py": {"_worker_stager"},
 }
-"""The module globals a function may rebind, and why they are not a run's: the wheelhouse
-server is the process's cache service (a Ray worker's many jobs share it); a render pool
-worker process keeps the stager its initializer made (ProcessPoolExecutor's pattern)."""
+"""The module globals a function may rebind, and why they are not a run's: a render pool
+worker process keeps the stager its initializer made (ProcessPoolExecutor's pattern). (The
+wheelhouse server is the run context's service.)"""
 
 
 def _module_state(tree: ast.Module) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from packager.context import RunContext
 from packager.images import wheelhouse
 from packager.render import TEMPLATES_DIR
 
@@ -194,7 +195,52 @@ def test_no_wheelhouse_without_a_bridge_gateway() -> None:
     class NoNetworks:
         networks = None
 
-    assert wheelhouse.build_hosts(NoNetworks()) == {}  # type: ignore[arg-type]
+    assert wheelhouse.build_hosts(NoNetworks(), RunContext()) == {}  # type: ignore[arg-type]
+
+
+def test_the_wheelhouse_server_is_the_runs_and_stops_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One server per run, shared by its builds, stopped when the run closes its context; a
+    pickled context (a Ray job) arrives with none. No module global holds it."""
+    import pickle
+    import urllib.request
+
+    class Bridge:
+        class networks:  # noqa: N801 - docker-py's attribute name
+            @staticmethod
+            def get(name: str) -> Any:
+                class Network:
+                    attrs = {"IPAM": {"Config": [{"Gateway": "127.0.0.1"}]}}
+
+                return Network()
+
+    monkeypatch.setenv("PACKAGER_WHEELHOUSE", "1")
+    run, other = RunContext(), RunContext()
+    first = wheelhouse.serve(Bridge(), run, tmp_path)  # type: ignore[arg-type]
+    assert first is not None
+    assert wheelhouse.serve(Bridge(), run, tmp_path) is first  # type: ignore[arg-type]
+    second = wheelhouse.serve(Bridge(), other, tmp_path)  # type: ignore[arg-type]
+    assert second is not None and second is not first
+    (host, port) = first.server_address[:2]
+    hosts = wheelhouse.build_hosts(Bridge(), run)  # type: ignore[arg-type]
+    assert hosts == {f"p{port}-{first.token}{wheelhouse.HOST_SUFFIX}": host}
+    assert pickle.loads(pickle.dumps(run))._services == {}
+    url = f"http://{host}:{port}/{first.token}/{KEY}/"
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()  # noqa: S310 - loopback
+        except urllib.error.HTTPError:
+            return True  # it answered (a status of its own)
+        except OSError:
+            return False
+        return True
+
+    assert answers()
+    run.close()
+    other.close()
+    assert not answers()  # the run's server stopped with the run
 
 
 @pytest.mark.parametrize(
