@@ -99,7 +99,7 @@ class App:
     name = "app"
 
     def applies(self, spec: TaskSpec) -> bool:
-        return spec.grading.rule == "judge"
+        return spec.grading.browser_judged
 
     def __call__(self, task: Built) -> Verdict:
         spec, slug = task.spec, task.spec.provenance.slug

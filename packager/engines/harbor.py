@@ -531,7 +531,7 @@ def verify_task_harbor(
         [oracle_job, nop_job],
         label=f"{spec.provenance.dataset}/{slug}",
         run=run,
-        extra_env=dict(judge_grader_env(judge_env)) if spec.grading.rule == "judge" else None,
+        extra_env=dict(judge_grader_env(judge_env)) if spec.grading.browser_judged else None,
     )
     oracle = [trial_run("oracle", t) for t in read_trials(oracle_job.job_dir)][:oracle_runs]
     while len(oracle) < oracle_runs:

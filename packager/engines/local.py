@@ -42,7 +42,7 @@ def make_run_plan(
     network.
     """
     slug = spec.provenance.slug
-    judged = spec.grading.rule == "judge"
+    judged = spec.grading.browser_judged
     networked = grader_has_network(spec)
     return RunPlan(
         task=f"{spec.provenance.dataset}/{slug}",

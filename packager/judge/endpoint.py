@@ -63,7 +63,7 @@ def judge_grader_env(env: Mapping[str, str] | None) -> tuple[tuple[str, str], ..
 
 def replay_files(specs: Sequence[TaskSpec], replay_dir: Path) -> list[Path]:
     """The replay file of every judge task among `specs`; an error names the missing ones."""
-    judged = [s for s in specs if s.grading.rule == "judge"]
+    judged = [s for s in specs if s.grading.browser_judged]
     files = [replay_dir / f"{s.task_id}.yaml" for s in judged]
     missing = [s.task_id for s, f in zip(judged, files, strict=True) if not f.is_file()]
     if missing:
@@ -83,7 +83,7 @@ def judge_endpoint(
     """
     if mode not in JUDGE_MODES:
         raise PackagerError(f"unknown --judge {mode!r} (available: {', '.join(JUDGE_MODES)})")
-    if mode == "env" or not any(s.grading.rule == "judge" for s in specs):
+    if mode == "env" or not any(s.grading.browser_judged for s in specs):
         yield host_judge_env()
         return
 

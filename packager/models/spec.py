@@ -213,6 +213,16 @@ class Grading(Frozen):
     unroutable: tuple[str, ...] = ()
     """IPv4 addresses the tests expect no answer from (services.yaml): the grading runtime routes
     them into loopback, so a connect waits as on a real network instead of failing at once."""
+
+    @property
+    def browser_judged(self) -> bool:
+        """Graded by a model driving a browser against a web app (the `judge` rule, SWEeper):
+        its web app is started and probed before the runs, the judge image runs beside the
+        grader on a network of its own, and the grading needs the judge's model endpoint. The
+        one place the packager asks which rule that is.
+        """
+        return self.rule == "judge"
+
     network: bool = False
     """Whether the grader container has the network (`--grader-network public`); a browser
     judge's grader has it regardless (it reaches its model)."""

@@ -70,7 +70,7 @@ def grader_has_network(spec: TaskSpec) -> bool:
     """Whether the grader container gets a network: `--grader-network public`, or a browser
     judge (it reaches its model endpoint).
     """
-    return spec.grading.network or spec.grading.rule == "judge"
+    return spec.grading.network or spec.grading.browser_judged
 
 
 def compose_override(spec: TaskSpec, role: str, *, network: bool) -> str:
@@ -380,7 +380,7 @@ def make_plan(spec: TaskSpec) -> dict[str, Any]:
             "dir": posixpath.join("payload/files", g.grader_dir),
             "criteria": [{"name": c.name, "weight": c.weight} for c in g.criteria],
         }
-    if g.rule == "judge":
+    if g.browser_judged:
         # The tests as JSON too: the runtime is standard library only (no YAML).
         tests = copy.deepcopy(list(_judge_tests(g.workflows or "")))  # the cache stays intact
         plan["judge"] = {
@@ -509,7 +509,7 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
         # `--grader-network public`, in Harbor's terms: the verifier phase's network policy.
         config["verifier"]["network_mode"] = "public"
         config["metadata"]["grader_network"] = "public"
-    if spec.grading.rule == "judge":
+    if spec.grading.browser_judged:
         # The judge's model endpoint, read from the environment of `harbor run` (docs/sweeper.md).
         config["verifier"]["env"] = {name: f"${{{name}:-}}" for name in JUDGE_ENV}
     return tomli_w.dumps(config).encode()
@@ -563,7 +563,7 @@ def make_harbor_task(spec: TaskSpec) -> HarborTask:
                 instance_id=spec.task_id,
                 agent_image=agent_image,
                 grader_roots=sorted({p.split("/")[0] for p in spec.grading.grader_files}),
-                judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
+                judge_image=judge_image_tag() if spec.grading.browser_judged else None,
                 judge_venv=JUDGE_VENV,
                 refresh_requirements=" ".join(
                     shlex.quote(r) for r in spec.grading.refresh_requirements

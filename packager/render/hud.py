@@ -153,7 +153,7 @@ def _dockerfile(spec: TaskSpec, agent_image: str, workdir: str, grader_image: st
         build_ca_glob=_optional(BUILD_CA_NAME),
         wheels=BUILD_WHEELS_NAME,
         wheels_glob=_optional(BUILD_WHEELS_NAME),
-        judge_image=judge_image_tag() if spec.grading.rule == "judge" else None,
+        judge_image=judge_image_tag() if spec.grading.browser_judged else None,
         judge_venv=JUDGE_VENV,
         refresh_requirements=" ".join(shlex.quote(r) for r in refresh),
         refresh_wheels=REFRESH_WHEELS,

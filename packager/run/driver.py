@@ -458,7 +458,7 @@ def grade_candidate(config: RunConfig) -> dict[str, Any]:
     paths = output_paths(config.out, sel.dataset.name)
     context = RunContext()
     with judge_endpoint(config.verify.judge, [spec]) as judge_env, closing(context):
-        missing = missing_judge_env(judge_env) if spec.grading.rule == "judge" else []
+        missing = missing_judge_env(judge_env) if spec.grading.browser_judged else []
         if missing:  # before anything is built: the run could not be graded
             raise InputError(
                 f"{spec.task_id}: graded by a browser judge whose model is not set: set "

@@ -114,7 +114,7 @@ def _resolve_from_source(
         or env.requirements_paths
         or env.conda_env_paths
         or spec.repo.history == "base-only"
-        or spec.grading.rule == "judge"
+        or spec.grading.browser_judged
         or env.as_of_commit is not None
     )
     if name not in repo_sources and not mirror_dirs and not needs_source:
@@ -148,7 +148,7 @@ def _resolve_from_source(
             raise RowError(spec.task_id, "base_commit", "cannot read its tree in the repo source")
         head = base_only_commit_sha(tree, spec.repo.base_commit)
         update["repo"] = spec.repo.model_copy(update={"diff_base": head})
-    if spec.grading.rule == "judge":
+    if spec.grading.browser_judged:
         grading, environment = _web_app(spec, git_dir)
         update["grading"] = grading
         update["environment"] = environment

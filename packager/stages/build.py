@@ -431,7 +431,7 @@ def _build_grader(
     client: DockerClient, spec: TaskSpec, paths: OutputPaths, plan: _AgentPlan, tag: str
 ) -> ImageBuild:
     """The grader image (and the browser judge's image it starts FROM, for a judge task)."""
-    if spec.grading.rule == "judge" and (plan.rebuild or not build.image_exists(client, tag)):
+    if spec.grading.browser_judged and (plan.rebuild or not build.image_exists(client, tag)):
         ensure_judge_image(client, plan.logs)
     grader = build.build_image(
         client,

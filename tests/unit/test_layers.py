@@ -162,3 +162,19 @@ def test_the_drawn_layers_are_the_contracts() -> None:
     doc = (ROOT / "docs" / "architecture.md").read_text()
     drawn = doc.split("## Layers", 1)[1].split("```", 2)[1].strip().splitlines()
     assert drawn == [" ".join(layer.split()) for layer in layers]
+
+
+def test_the_browser_judge_rule_is_named_in_one_place() -> None:
+    """Host code asks `Grading.browser_judged`, never compares the rule's name itself (the
+    grading runtime, which ships alone, reads the plan's rule)."""
+    found = []
+    for path in sorted((ROOT / "packager").rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        if where.startswith("packager/grading/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(c, ast.Constant) and c.value == "judge" for c in node.comparators
+            ):
+                found.append(f"{where}:{node.lineno}")
+    assert [f.split(":")[0] for f in found] == ["packager/models/spec.py"], found

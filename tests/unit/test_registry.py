@@ -67,21 +67,22 @@ def test_a_missing_module_itself_is_not_blamed_on_the_extra():
 
 
 def test_config_fields_hold_the_registrys_members() -> None:
-    """`--engine`, `--executor` and `--schema` are typed with the registry's enums: the config
-    holds members (not strings in the same shape), and an unknown name is refused as before."""
+    """`--engine`, `--schema` and `--judge` are typed with the registry's enums: the config holds
+    members (not strings in the same shape), and an unknown name is refused as before."""
     from packager.config import ExecutorConfig, SelectionConfig
     from packager.errors import DatasetError, UnknownEngineError
     from packager.settings import VerifyConfig
 
     assert VerifyConfig(engine="harbor").engine is EngineName.HARBOR  # type: ignore[arg-type]
     assert VerifyConfig().engine is EngineName.LOCAL
-    assert ExecutorConfig(name="ray").name is ExecutorName.RAY  # type: ignore[arg-type]
-    assert ExecutorConfig().name is ExecutorName.LOCAL
+    # Executors are the registry's table (a new one is its module plus one entry): a name it lists.
+    assert ExecutorConfig(name="ray").name == ExecutorName.RAY
+    assert ExecutorConfig().name == ExecutorName.LOCAL
     assert SelectionConfig(schema_name="pdl").schema_name is SchemaName.PDL  # type: ignore[arg-type]
     with pytest.raises(UnknownEngineError, match="unknown engine 'ray'"):
         VerifyConfig(engine="ray")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="unknown executor 'k8s'"):
-        ExecutorConfig(name="k8s")  # type: ignore[arg-type]
+        ExecutorConfig(name="k8s")
     with pytest.raises(DatasetError, match="unknown schema 'nope'"):
         SelectionConfig(schema_name="nope")  # type: ignore[arg-type]
 

@@ -120,7 +120,7 @@ def _ablate(
     """
     slug = spec.provenance.slug
     gold = spec.gold_patch or ""
-    if spec.grading.rule == "judge":
+    if spec.grading.browser_judged:
         return _Ablated(
             "skipped",
             "browser-judged task: every ablation would need a model to follow both workflows "
