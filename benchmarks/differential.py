@@ -61,7 +61,7 @@ def _task_status(out: Path, instance_id: str) -> str | None:
     return str(json.loads(result.read_text()).get("status"))
 
 
-def _grade(entry: dict[str, Any], rows: Path, out: Path, scratch: Path) -> Graded:
+def _grade(entry: dict[str, Any], rows: Path, out: Path, scratch: Path, mirrors: Path) -> Graded:
     patch = str(entry.get("patch") or "")
     digest = hashlib.sha256(patch.encode()).hexdigest()[:12]
     patch_file = scratch / f"{entry['instance_id']}-{digest}.patch"
@@ -69,6 +69,7 @@ def _grade(entry: dict[str, Any], rows: Path, out: Path, scratch: Path) -> Grade
     command = [
         sys.executable, "-m", "packager", "verify", entry["instance_id"],
         "--dataset", str(rows), "--out", str(out), "--patch", str(patch_file),
+        "--repo-source", str(mirrors),
     ]  # fmt: skip
     started = time.monotonic()
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        graded = list(pool.map(lambda e: _grade(e, rows, args.out, scratch), todo))
+        graded = list(pool.map(lambda e: _grade(e, rows, args.out, scratch, args.mirrors), todo))
     wall = time.monotonic() - started
     decided = [g for g in graded if g.agrees is not None]
     agree = sum(1 for g in decided if g.agrees)
