@@ -132,12 +132,7 @@ def write_outputs(out_dir: Path, report: Report) -> None:
 # ---------------------------------------------------------------------------------------- plan
 
 
-def _str_list(value: Any, field: str) -> List[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"plan: {field} must be a list of strings")
-    return list(value)
+_str_list = runners.str_list
 
 
 def _plan_path(plan_dir: Path, value: Any, field: str) -> Optional[Path]:

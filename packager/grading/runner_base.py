@@ -14,7 +14,11 @@ Tests = Dict[str, str]
 
 def plan_list(plan: Mapping[str, Any], field: str) -> List[str]:
     """A plan field that is a list of strings (absent: empty); anything else is a plan error."""
-    value = plan.get(field)
+    return str_list(plan.get(field), field)
+
+
+def str_list(value: Any, field: str) -> List[str]:
+    """`value`, a list of strings (None: empty); anything else is a plan error naming `field`."""
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -23,6 +23,7 @@ else:  # run from the zipapp: sys.path[0] holds the siblings
 
 Family = runner_base.Family
 Run = runner_base.Run
+str_list = runner_base.str_list
 
 MODULES = (
     "runner_pytest",
