@@ -101,3 +101,24 @@ class Family:
         answers that the family can read otherwise (``output``: the saved test output).
         """
         return tests
+
+
+class AddsTests(Family):
+    """A family that adds tests to the repository for the run (a tripwire that must fail, a
+    canary that must pass) and checks the run's results against them: `write` adds them (None:
+    nothing to add here), `confirm` checks. What `write` added is taken out after the run.
+    """
+
+    def write(self, run: Run) -> Any:
+        raise NotImplementedError
+
+    def confirm(self, run: Run, tests: Tests, printed: str, added: Any) -> Tests:
+        raise NotImplementedError
+
+    def prepare(self, run: Run) -> None:
+        added = self.write(run)
+        run.state["added"] = run.guard(added, added.names if added is not None else ())
+
+    def check(self, run: Run, tests: Tests, printed: str, code: int) -> Tests:
+        added = run.state["added"]
+        return tests if added is None else self.confirm(run, tests, printed, added)

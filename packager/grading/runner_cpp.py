@@ -6,7 +6,7 @@ Standard library only, Python >= 3.9 (it runs in the grader image, see grade.py)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from . import runner_base, tripwires
@@ -19,17 +19,13 @@ else:  # run from the zipapp: sys.path[0] holds the siblings
 Tests = runner_base.Tests
 
 
-class CppFrameworks(runner_base.Family):
+class CppFrameworks(runner_base.AddsTests):
     parsers = frozenset(tripwires.CPP_FRAMEWORKS)
 
-    def prepare(self, run: runner_base.Run) -> None:
-        added = tripwires.write_cpp_tripwire(run.repo, run.command, run.parser)
-        run.state["added"] = run.guard(added, added.names if added is not None else ())
+    def write(self, run: runner_base.Run) -> tripwires.AddedTest | None:
+        return tripwires.write_cpp_tripwire(run.repo, run.command, run.parser)
 
-    def check(self, run: runner_base.Run, tests: Tests, printed: str, code: int) -> Tests:
-        added = run.state["added"]
-        if added is None:
-            return tests
+    def confirm(self, run: runner_base.Run, tests: Tests, printed: str, added: Any) -> Tests:
         return tripwires.check_named_tripwire(tests, added.names, run.report)
 
 

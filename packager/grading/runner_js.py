@@ -8,7 +8,7 @@ Standard library only, Python >= 3.9 (it runs in the grader image, see grade.py)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from . import parsers, runner_base, tripwires
@@ -22,17 +22,13 @@ else:  # run from the zipapp: sys.path[0] holds the siblings
 Tests = runner_base.Tests
 
 
-class Tripwired(runner_base.Family):
+class Tripwired(runner_base.AddsTests):
     parsers = parsers.JS_TRIPWIRED
 
-    def prepare(self, run: runner_base.Run) -> None:
-        added = tripwires.write_js_tripwire(run.repo, run.command)
-        run.state["added"] = run.guard(added, added.names if added is not None else ())
+    def write(self, run: runner_base.Run) -> tripwires.AddedTest | None:
+        return tripwires.write_js_tripwire(run.repo, run.command)
 
-    def check(self, run: runner_base.Run, tests: Tests, printed: str, code: int) -> Tests:
-        added = run.state["added"]
-        if added is None:
-            return tests
+    def confirm(self, run: runner_base.Run, tests: Tests, printed: str, added: Any) -> Tests:
         return tripwires.check_named_tripwire(tests, added.names, run.report)
 
 

@@ -5,7 +5,7 @@ Standard library only, Python >= 3.9 (it runs in the grader image, see grade.py)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from . import canaries, runner_base
@@ -18,18 +18,14 @@ else:  # run from the zipapp: sys.path[0] holds the siblings
 Tests = runner_base.Tests
 
 
-class NodeTap(runner_base.Family):
+class NodeTap(runner_base.AddsTests):
     parsers = frozenset({"tap"})
 
-    def prepare(self, run: runner_base.Run) -> None:
-        node = canaries.write_node_canaries(run.repo)
-        run.state["node"] = run.guard(node, node.names if node is not None else ())
+    def write(self, run: runner_base.Run) -> Any:
+        return canaries.write_node_canaries(run.repo)
 
-    def check(self, run: runner_base.Run, tests: Tests, printed: str, code: int) -> Tests:
-        node = run.state["node"]
-        if node is None:
-            return tests
-        return canaries.check_node_canary(tests, [printed], node.name, run.report)
+    def confirm(self, run: runner_base.Run, tests: Tests, printed: str, added: Any) -> Tests:
+        return canaries.check_node_canary(tests, [printed], added.name, run.report)
 
 
 FAMILY = NodeTap()
