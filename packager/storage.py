@@ -63,9 +63,9 @@ CACHE_FOLDERS: tuple[CacheFolder, ...] = (
 
 
 ERROR_SUFFIX = ".error.json"
-AUDIT_SUFFIX = ".audit.json"
-QUALITY_SUFFIX = ".quality.json"
-REPORT_SUFFIXES = (AUDIT_SUFFIX, ERROR_SUFFIX, QUALITY_SUFFIX)
+CHECK_NAMES = ("audit", "quality")
+"""The checks that keep a verdict per task, results/<task>.<check>.json (`checks.store`)."""
+REPORT_SUFFIXES = (ERROR_SUFFIX, *(f".{name}.json" for name in CHECK_NAMES))
 """Files beside results/<task>.json that are not a task's result."""
 
 
@@ -100,13 +100,18 @@ class OutputPaths:
         """results/<task>.error.json: an infra_error that did not replace an earlier verdict."""
         return self.results_dir / f"{slug}{ERROR_SUFFIX}"
 
+    def check_file(self, slug: str, check: str) -> Path:
+        """results/<task>.<check>.json: a check's verdict (`checks.store`): `audit`, the leak
+        audit of the task's agent image; `quality`, the quality checks of a verified task.
+        """
+        assert check in CHECK_NAMES, check
+        return self.results_dir / f"{slug}.{check}.json"
+
     def audit_file(self, slug: str) -> Path:
-        """results/<task>.audit.json: the leak audit of the task's agent image."""
-        return self.results_dir / f"{slug}{AUDIT_SUFFIX}"
+        return self.check_file(slug, "audit")
 
     def quality_file(self, slug: str) -> Path:
-        """results/<task>.quality.json: the quality checks of a verified task."""
-        return self.results_dir / f"{slug}{QUALITY_SUFFIX}"
+        return self.check_file(slug, "quality")
 
     def relative(self, path: Path) -> str:
         """`path` as written under `<out>/<dataset>` (what a Ray job ships back and forth)."""

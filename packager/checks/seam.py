@@ -7,8 +7,11 @@ check: it runs `AFTER_BUILD` on a built task, in order, and `AFTER_VERIFY` on it
   web app answers HTTP, and a judge model is there to verify it) on judged tasks.
 - After the runs, a check reads the spec and the verified result and returns a field of the
   result (`labels`: the dataset's labels against what ran; `resources`: what the runs used).
+- On a verified task, when asked (`--quality`, `packager quality`): `quality` grades the gold
+  patch with hunks left out and reads the instruction for leaks (`checks.quality`).
 
-A new check is one entry here.
+Checks that keep a verdict (the audit, the quality checks) keep it in one store under one key
+scheme (`checks.store`). A new check is one entry here.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from packager.checks.app import check_app_answers
 from packager.checks.audit import AuditError, audit_path, audit_task
 from packager.checks.labels import task_labels
+from packager.checks.quality import QualityReport, cached_quality, run_quality, write_quality
 from packager.checks.resources import measured_resources
 from packager.errors import RunError
 from packager.judge.endpoint import missing_judge_env
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
     from packager.context import RunContext
     from packager.images.build import DockerClient
     from packager.models.spec import Status, TaskResult, TaskSpec
+    from packager.settings import VerifyConfig
     from packager.storage import OutputPaths
 
 
@@ -166,3 +171,50 @@ def after_build(task: Built) -> Verdict:
 def after_verify(spec: TaskSpec, result: TaskResult) -> dict[str, Any]:
     """The result fields `AFTER_VERIFY` sets on a verified result."""
     return {name: check(spec, result) for name, check in AFTER_VERIFY}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A verified task as the checks on a verified task see it."""
+
+    spec: TaskSpec
+    paths: OutputPaths
+    client: DockerClient
+    result: TaskResult
+    run: RunContext
+    settings: VerifyConfig
+    """The run's verification settings: the candidates are graded as the task was verified."""
+    repo_sources: Mapping[str, str]
+    mirror_dirs: tuple[str, ...]
+    max_ablations: int
+    force: bool = False
+    """Check again even when a saved verdict has the same key."""
+
+
+def quality(task: Verified) -> QualityReport:
+    """The quality report of a verified task: the saved one when its key (images, gold patch,
+    instruction, budget, checks version) is unchanged and `force` is not set, else a new one
+    (its containers the run's), saved in the store.
+    """
+    spec, budget = task.spec, task.max_ablations
+    saved = (
+        None
+        if task.force
+        else cached_quality(task.paths, spec, task.result.image_ids, max_ablations=budget)
+    )
+    if saved is not None:
+        return saved
+    report = run_quality(
+        task.client,
+        spec,
+        task.paths,
+        task.result.images,
+        result=task.result,
+        max_ablations=budget,
+        repo_sources=task.repo_sources,
+        mirror_dirs=task.mirror_dirs,
+        settings=task.settings,
+        run=task.run,
+    )
+    write_quality(task.paths, report)
+    return report

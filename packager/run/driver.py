@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packager.adapters import Context, detect_schema, row_id, to_spec
+from packager.checks import seam
 from packager.checks.audit import audit_path, audit_task
-from packager.checks.quality import cached_quality, run_quality, write_quality
 from packager.context import RunContext
 from packager.datasets.recipes import Recipes, parse_base_image_options, read_recipes
 from packager.datasets.sources import iter_rows, open_dataset
@@ -362,31 +362,21 @@ def quality_for(
     sel: Selection,
     run: RunContext,
 ) -> QualityReport:
-    """The quality report of a verified task: the saved one when images, gold patch and
-    instruction are unchanged (unless `force`), else a new run (its containers `run`'s);
-    written to results/.
-    """
-    budget = config.quality.max_ablations
-    report = (
-        None
-        if config.verify.force
-        else cached_quality(paths, spec, result.image_ids, max_ablations=budget)
-    )
-    if report is None:
-        report = run_quality(
-            client,
-            spec,
-            paths,
-            result.images,
+    """The quality check (`checks.seam.quality`) of a verified task, with the run's settings."""
+    return seam.quality(
+        seam.Verified(
+            spec=spec,
+            paths=paths,
+            client=client,
             result=result,
-            max_ablations=budget,
-            repo_sources=sel.merged_repo_sources,
-            mirror_dirs=sel.mirror_dirs,
-            settings=config.verify,
             run=run,
+            settings=config.verify,
+            repo_sources=sel.merged_repo_sources,
+            mirror_dirs=tuple(sel.mirror_dirs),
+            max_ablations=config.quality.max_ablations,
+            force=config.verify.force,
         )
-        write_quality(paths, report)
-    return report
+    )
 
 
 def check_quality(config: RunConfig, display: Display) -> QualityOutcome:

@@ -5,17 +5,14 @@ key of everything it depends on, so the very same audit is not repeated.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packager.checks.audit.image import audit_image
 from packager.checks.audit.index import code_digest
 from packager.checks.audit.report import AuditReport
+from packager.checks.store import AUDIT, VerdictStore, machine_path, verdict_key
 from packager.render.harbor import make_harbor_task
-from packager.render.write import write_json
-from packager.storage import AUDITS
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -33,8 +30,8 @@ def audit_key(spec: TaskSpec, image_id: str) -> str:
     and the audit package's code. The same key means the same verdict.
     """
     g = spec.grading
-    h = hashlib.sha256()
-    for part in (
+    return verdict_key(
+        AUDIT,
         code_digest(),
         image_id.encode(),
         spec.repo.head.encode(),
@@ -44,25 +41,14 @@ def audit_key(spec: TaskSpec, image_id: str) -> str:
         (spec.gold_patch or "").encode(),
         *(k.encode() + b"\0" + v for k, v in sorted(g.hidden_files.items())),
         *(k.encode() + b"\0" + v for k, v in sorted(g.grader_files.items())),
-    ):
-        h.update(hashlib.sha256(part).digest())
-    return h.hexdigest()
+    )
 
 
 def machine_audit_path(key: str) -> Path:
     """Where this machine keeps the clean verdict of the audit with `key` (any output folder)."""
-    return AUDITS.path() / key[:2] / f"{key}.json"
-
-
-def _saved_clean(path: Path, key: str) -> dict[str, Any] | None:
-    """The saved audit at `path` when it is the clean verdict for `key`."""
-    try:
-        saved = json.loads(path.read_text()) if path.is_file() else {}
-    except (ValueError, OSError):
-        return None
-    if isinstance(saved, dict) and saved.get("cache_key") == key and saved.get("clean") is True:
-        return saved
-    return None
+    path = machine_path(AUDIT, key)
+    assert path is not None
+    return path
 
 
 def audit_task(
@@ -79,28 +65,16 @@ def audit_task(
     import docker.errors
 
     tag = tag or make_harbor_task(spec).agent_image
-    target = audit_path(paths, spec.provenance.slug)
+    store, slug = VerdictStore(paths), spec.provenance.slug
     key = None
     try:
         image_id = str(client.images.get(tag).id)
         key = audit_key(spec, image_id)
     except (docker.errors.ImageNotFound, ValueError, OSError):
         pass  # audit_image says what is missing
-    if key is not None:
-        if _saved_clean(target, key) is not None:
-            return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
-        saved = _saved_clean(machine_audit_path(key), key)
-        if saved is not None:
-            write_json(target, {**saved, "task": spec.provenance.slug, "instance_id": spec.task_id})
-            return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
+    owner = {"task": slug, "instance_id": spec.task_id}
+    if key is not None and store.reuse(AUDIT, slug, key, owner) is not None:
+        return AuditReport(tag, image_id, True, [], {"seconds": 0.0, "cached": 1})
     report = audit_image(client, tag, spec)
-    data = {"task": spec.provenance.slug, "instance_id": spec.task_id, **report.to_json()}
-    if key is not None:
-        data["cache_key"] = key
-    write_json(target, data)
-    if key is not None and report.clean:
-        try:
-            write_json(machine_audit_path(key), data)
-        except OSError:  # a read-only or full cache: the verdict is in the task's JSON anyway
-            pass
+    store.save(AUDIT, slug, {**owner, **report.to_json()}, key)
     return report

@@ -14,8 +14,8 @@ from pydantic import Field
 
 from packager.checks.quality.ablation import MAX_ABLATIONS_DEFAULT
 from packager.checks.quality.leaks import Leak
+from packager.checks.store import QUALITY, VerdictStore, verdict_key
 from packager.models.spec import Frozen
-from packager.render.write import write_json
 
 if TYPE_CHECKING:
     from packager.models.spec import TaskSpec
@@ -116,25 +116,51 @@ class QualityReport(Frozen):
 
 def quality_path(paths: OutputPaths, slug: str) -> Path:
     """`<out>/<dataset>/results/<task>.quality.json`."""
-    return paths.quality_file(slug)
+    return VerdictStore(paths).file(QUALITY, slug)
+
+
+def quality_key(
+    image_ids: Mapping[str, str], gold_sha256: str, instruction_sha256: str, max_ablations: int
+) -> str:
+    """What a report depends on (`checks.store.verdict_key`): this version of the checks, the
+    images (ids), the gold patch, the instruction and the ablation budget.
+    """
+    ids = json.dumps(dict(image_ids), sort_keys=True)
+    return verdict_key(
+        QUALITY, str(QUALITY_VERSION), ids, gold_sha256, instruction_sha256, str(max_ablations)
+    )
+
+
+def _report_key(report: QualityReport) -> str | None:
+    if not report.image_ids:  # ids unknown (a failing engine): nothing to reuse it by
+        return None
+    return quality_key(
+        report.image_ids,
+        report.gold_patch_sha256,
+        report.instruction_sha256,
+        report.max_ablations,
+    )
 
 
 def write_quality(paths: OutputPaths, report: QualityReport) -> Path:
-    """Write the report atomically to `quality_path`; returns the path."""
-    target = quality_path(paths, report.task)
-    write_json(target, report.model_dump(mode="json"))
-    return target
+    """Write the report atomically to `quality_path`, with its cache key; returns the path."""
+    return VerdictStore(paths).save(
+        QUALITY, report.task, report.model_dump(mode="json"), _report_key(report)
+    )
+
+
+def _report(data: Mapping[str, object] | None) -> QualityReport | None:
+    if data is None:
+        return None
+    try:
+        return QualityReport.model_validate({k: v for k, v in data.items() if k != "cache_key"})
+    except ValueError:
+        return None
 
 
 def read_quality(paths: OutputPaths, slug: str) -> QualityReport | None:
     """The saved report of a task (None when there is none or it cannot be read)."""
-    target = quality_path(paths, slug)
-    if not target.is_file():
-        return None
-    try:
-        return QualityReport.model_validate_json(target.read_text())
-    except ValueError:
-        return None
+    return _report(VerdictStore(paths).read(QUALITY, slug))
 
 
 def cached_quality(
@@ -145,19 +171,14 @@ def cached_quality(
     max_ablations: int = MAX_ABLATIONS_DEFAULT,
 ) -> QualityReport | None:
     """The saved report when it was made by this version of the checks, for the very same
-    images (ids), gold patch, instruction and ablation budget; else None (run again).
+    images (ids), gold patch, instruction and ablation budget (its `quality_key`); else None.
     """
-    saved = read_quality(paths, spec.provenance.slug)
-    if saved is None or not image_ids:
+    if not image_ids:
         return None
-    same = (
-        saved.version == QUALITY_VERSION
-        and saved.image_ids == dict(image_ids)
-        and saved.gold_patch_sha256 == patch_digest(spec.gold_patch)
-        and saved.instruction_sha256 == patch_digest(spec.instruction)
-        and saved.max_ablations == max_ablations
+    key = quality_key(
+        image_ids, patch_digest(spec.gold_patch), patch_digest(spec.instruction), max_ablations
     )
-    return saved if same else None
+    return _report(VerdictStore(paths).reuse(QUALITY, spec.provenance.slug, key))
 
 
 def patch_digest(text: str | None) -> str:
