@@ -15,6 +15,10 @@ from packager.defaults import DEFAULT_ENVIRONMENT
 from packager.errors import InputError, UnknownEngineError
 from packager.registry import ENGINES, EngineName, JudgeMode, parse
 
+PERTURBATIONS = ("shuffle", "cpus", "clock")
+"""The perturbed gold runs a task may get (`engines.perturb`): tests shuffled, one CPU, a
+shifted clock and timezone."""
+
 PARTIAL = "partial"
 """Validation context flag: a file on its own, before the command line completes it (checks
 between fields wait for the whole)."""
@@ -52,6 +56,24 @@ class VerifyConfig(Section):
         ),
     )
     oracle_runs: int = Field(2, ge=1, description="Oracle runs per task.")
+    nop_runs: int = Field(1, ge=1, description="Nop runs per task.")
+    runs: str | None = Field(
+        None,
+        description=(
+            "G,N: gold (oracle) runs and nop runs per task, over --oracle-runs and "
+            "--nop-runs. A listed test whose outcome differs between runs makes the task "
+            "flaky (docs/grading.md, Stability)."
+        ),
+    )
+    perturb: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Perturbed gold runs after the plain ones, comma-separated: shuffle (tests "
+            "in another order), cpus (one CPU), clock (a shifted clock and timezone); "
+            "all, or none (default). Run by the local engine, on tasks the plain runs "
+            "verify."
+        ),
+    )
     force: bool = Field(
         False, description="Verify again tasks already verified for the same images (no resume)."
     )
@@ -77,6 +99,35 @@ class VerifyConfig(Section):
     patch: Path | None = Field(
         None, description="Grade this candidate patch instead; prints one JSON object."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runs(cls, data: object) -> object:
+        """`runs` "G,N" sets `oracle_runs` and `nop_runs` (and is kept as given)."""
+        if not isinstance(data, dict) or data.get("runs") in (None, ""):
+            return data
+        text = str(data["runs"])
+        parts = text.split(",")
+        if len(parts) != 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+            raise InputError(f"--runs {text!r}: give G,N, gold runs and nop runs, each >= 1")
+        return {**data, "oracle_runs": int(parts[0]), "nop_runs": int(parts[1])}
+
+    @field_validator("perturb", mode="before")
+    @classmethod
+    def _perturb(cls, value: object) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else list(value or ())  # type: ignore[call-overload]
+        names = [str(v).strip() for item in items for v in str(item).split(",") if v.strip()]
+        if names in (["none"], []):
+            return ()
+        if names == ["all"]:
+            return PERTURBATIONS
+        unknown = [n for n in names if n not in PERTURBATIONS]
+        if unknown:
+            raise InputError(
+                f"unknown --perturb {', '.join(unknown)} (known: {', '.join(PERTURBATIONS)}, "
+                "all, none)"
+            )
+        return tuple(dict.fromkeys(names))
 
     @property
     def environment(self) -> str:
@@ -109,5 +160,10 @@ class VerifyConfig(Section):
             raise InputError(
                 f"--harbor-env {self.harbor_env} needs --engine harbor (the {self.engine} engine "
                 "runs on the local Docker engine)"
+            )
+        if self.engine == "harbor" and (self.perturb or self.nop_runs > 1):
+            raise InputError(
+                "--perturb and more than one nop run are made by the local engine; "
+                "use --engine local (the default)"
             )
         return self

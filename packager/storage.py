@@ -45,6 +45,7 @@ AUDITS = CacheFolder("audits", "leak-audit verdicts by image and gold", derived=
 AUDIT_LAYERS = CacheFolder("audit-layers", "leak-audit findings by image layer", derived=True)
 RAY_REPOS = CacheFolder("ray-repos", "repository bundles shipped to a Ray node", derived=True)
 ENVIRONMENTS = CacheFolder("environments", "what an environment build dropped", derived=False)
+TOOLS = CacheFolder("tools", "helper binaries of perturbed runs (libfaketime)", derived=True)
 
 CACHE_FOLDERS: tuple[CacheFolder, ...] = (
     AUDIT_LAYERS,
@@ -58,6 +59,7 @@ CACHE_FOLDERS: tuple[CacheFolder, ...] = (
     LOCKS,
     INDEX_PAGES,
     ENVIRONMENTS,
+    TOOLS,
 )
 """Every folder of the machine cache; `clean --caches` empties the derived ones, in this order."""
 

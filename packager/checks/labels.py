@@ -41,7 +41,7 @@ def matching(tests: Mapping[str, str], test_id: str) -> dict[str, str]:
     return {}
 
 
-def _outcome(found: Mapping[str, str]) -> str | None:
+def joint_outcome(found: Mapping[str, str]) -> str | None:
     """The id's outcome in one run: None when nothing answers it or its tests disagree."""
     passed = {status == PASSED for status in found.values()}
     if not found or len(passed) > 1:
@@ -68,13 +68,13 @@ def audit_labels(
                 where = "not run in " + ", ".join(absent)
                 findings.append(_finding("label_missing", group, test_id, where))
                 continue
-            split = {name: hits for name, hits in found.items() if _outcome(hits) is None}
+            split = {name: hits for name, hits in found.items() if joint_outcome(hits) is None}
             if split:
                 name, hits = next(iter(split.items()))
                 tests = ", ".join(f"{key} {status}" for key, status in sorted(hits.items()))
                 findings.append(_finding("label_ambiguous", group, test_id, f"{name}: {tests}"))
                 continue
-            outcome = {name: _outcome(hits) for name, hits in found.items()}
+            outcome = {name: joint_outcome(hits) for name, hits in found.items()}
             gold_pass = all(outcome[name] == PASSED for name, _ in runs[:-1])
             want_nop = "failed" if group == "FAIL_TO_PASS" else PASSED
             if not gold_pass or outcome["nop"] != want_nop:

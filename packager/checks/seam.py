@@ -25,6 +25,7 @@ from packager.checks.audit import AuditError, audit_path, audit_task
 from packager.checks.labels import task_labels
 from packager.checks.quality import QualityReport, cached_quality, run_quality, write_quality
 from packager.checks.resources import measured_resources
+from packager.checks.stability import flaky_reason, task_stability
 from packager.errors import RunError
 from packager.judge.endpoint import missing_judge_env
 from packager.models.app import AppStart
@@ -147,8 +148,10 @@ AFTER_BUILD: tuple[BuiltCheck, ...] = (Audit(), App())
 AFTER_VERIFY: tuple[tuple[str, Callable[[TaskSpec, TaskResult], Any]], ...] = (
     ("labels", task_labels),
     ("resources", lambda spec, result: measured_resources(result)),
+    ("stability", task_stability),
 )
-"""(result field, check) run on a verified result: each sets its field."""
+"""(result field, check) run on a result of the runs: each sets its field. A stability record
+naming flaky listed tests makes a verified (or reward-flaky) task `flaky`, saying which."""
 
 
 def after_build(task: Built) -> Verdict:
@@ -169,8 +172,14 @@ def after_build(task: Built) -> Verdict:
 
 
 def after_verify(spec: TaskSpec, result: TaskResult) -> dict[str, Any]:
-    """The result fields `AFTER_VERIFY` sets on a verified result."""
-    return {name: check(spec, result) for name, check in AFTER_VERIFY}
+    """The result fields `AFTER_VERIFY` sets on a result of the runs (with `status` and
+    `reason` when the stability record finds flaky listed tests).
+    """
+    fields = {name: check(spec, result) for name, check in AFTER_VERIFY}
+    flaky = flaky_reason(fields.get("stability"))
+    if flaky is not None and result.status in ("verified", "flaky"):
+        fields |= {"status": "flaky", "reason": flaky}
+    return fields
 
 
 @dataclass(frozen=True)

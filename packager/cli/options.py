@@ -98,6 +98,9 @@ class BuildFlags:
 @dataclasses.dataclass(frozen=True)
 class VerifyFlags:
     oracle_runs: int = opt("--oracle-runs", min=1)
+    nop_runs: int = opt("--nop-runs", min=1)
+    runs: str | None = opt("--runs", metavar="G,N")
+    perturb: str | None = opt("--perturb", metavar="shuffle,cpus,clock|all|none")
     engine: str = opt("--engine", metavar="|".join(kinds.ENGINES))
     harbor_env: str | None = opt("--harbor-env", metavar="NAME")
     judge: str = opt("--judge")

@@ -49,7 +49,7 @@ from packager.images.build import (
     labels_for,
 )
 from packager.images.tar import extract_tree, make_tar, read_tar_member
-from packager.models.spec import RunResult, Status, TaskResult
+from packager.models.spec import RunResult
 from packager.render.write import write_json
 
 AGENT_TIMEOUT_DEFAULT = 1800
@@ -112,6 +112,12 @@ class RunPlan:
     (the runtime routes them into loopback, in a namespace with no network)."""
     cpus: float | None = None
     """CPUs of every run container (the task's `Environment.cpus`, at most the engine's)."""
+    grader_cpuset: str | None = None
+    """CPUs the grader container may run on (`0`: one; what `nproc` and
+    `os.sched_getaffinity` then see); None: all (a perturbed gold run changes it)."""
+    grader_files: tuple[tuple[str, bytes], ...] = ()
+    """(absolute path, bytes) put into the grader container before it starts (a perturbed
+    gold run's clock library)."""
     run: RunContext = field(default_factory=RunContext, compare=False)
     """The run the containers belong to (their labels name it; Ctrl-C stops the next one)."""
 
@@ -168,6 +174,8 @@ def _container(
     cap_add: tuple[str, ...] = (),
     *,
     run: RunContext,
+    cpuset: str | None = None,
+    files: tuple[tuple[str, bytes], ...] = (),
 ) -> Iterator[Any]:
     """A created container, removed (forced) on leaving: here, or with `background` in a
     thread (`remove_later`), so the run does not wait for it. `folder` is mounted at /logs,
@@ -188,6 +196,8 @@ def _container(
     if cpus is not None:
         # A quota, as the harness sets it: what `nproc`-style checks of the cgroup read.
         kwargs["nano_cpus"] = int(min(cpus, _engine_cpus(client)) * 1e9)
+    if cpuset is not None:
+        kwargs["cpuset_cpus"] = cpuset
     kwargs.update(volume(folder, solution))
     container = client.containers.create(
         image,
@@ -199,6 +209,8 @@ def _container(
         **kwargs,
     )
     try:
+        if files:
+            container.put_archive("/", make_tar({p.lstrip("/"): data for p, data in files}))
         yield container
     finally:
         if background:
@@ -416,6 +428,8 @@ def _grader_container(
         folder=folder,
         cap_add=plan.grader_caps,
         run=plan.run,
+        cpuset=plan.grader_cpuset,
+        files=plan.grader_files,
     )
 
 
@@ -701,83 +715,3 @@ def _write_zero_reward(log_dir: Path, reason: str) -> None:
         write_json(
             log_dir / "report.json", {"status": "infra_error", "reason": reason, "reward": 0}
         )
-
-
-def decide_status(
-    oracle: list[RunResult], nop: RunResult | None, expected_nop: float | None
-) -> tuple[Status, str | None]:
-    """The task status from its runs (see DESIGN §7)."""
-    runs = [*oracle, *([nop] if nop else [])]
-    judged = next((r for r in runs if r.grade_status == "needs_judge"), None)
-    if judged is not None:
-        return "needs_judge", judged.reason
-    broken = [r for r in runs if r.reward is None or r.grade_status == "infra_error"]
-    if broken:
-        return "infra_error", f"{broken[0].kind} run: {broken[0].reason}"
-    solved = [r.reward == 1.0 for r in oracle]
-    offline = next((r for r in oracle if r.network_hosts is not None), None)
-    if not any(solved) and offline is not None:
-        # Not a verdict on the gold patch either: its tests reach for the network, which
-        # grading does not give (offline by default, as it must be to grade unseen patches).
-        hosts = ", ".join(offline.network_hosts or []) or "no host named in the output"
-        return "needs_network", (
-            f"the gold run's tests tried to reach the network, which grading does not give "
-            f"({hosts}); oracle reward {offline.reward} ({offline.grade_status}: {offline.reason})"
-        )
-    if not any(solved) and all(r.tests_run == 0 for r in runs):
-        # Not a verdict on the gold patch: the environment cannot run the tests at all (the
-        # runner is missing, or collection dies on an import) - a build problem.
-        first = oracle[0]
-        return "build_failed", (
-            f"the environment's test command step failed: it reported no test "
-            f"(exit {first.exit_code}) in any run; {first.test_tail or 'no output'}"
-        )
-    if not any(solved):
-        worst = oracle[0]
-        reason = f"oracle reward {worst.reward} ({worst.grade_status}: {worst.reason})"
-        if worst.apply_log:
-            reason += f"; gold patch did not apply: {worst.apply_excerpt} (log: {worst.apply_log})"
-        return "gold_failed", reason
-    if not all(solved):
-        return "flaky", f"oracle rewards {[r.reward for r in oracle]}"
-    assert nop is not None and nop.reward is not None
-    if nop.reward >= 1.0:
-        return "nop_solved", "the untouched repository already scores 1.0"
-    if expected_nop is not None and abs(nop.reward - expected_nop) > 1e-6:
-        return "nop_mismatch", f"nop reward {nop.reward} != the row's base reward {expected_nop}"
-    if nop.judge is not None and nop.subscores.get("target") == 1.0:
-        # A browser-judged task must fail its target workflow on the untouched app (the bug is
-        # there); a nop that fails only the preservation workflow proves nothing about the fix.
-        return "nop_mismatch", "the untouched app passes the target workflow (it fails another)"
-    return "verified", None
-
-
-def make_result(
-    *,
-    task: str,
-    instance_id: str,
-    dataset: str,
-    engine: str,
-    images: dict[str, str],
-    oracle: list[RunResult],
-    nop: RunResult | None,
-    expected_nop: float | None,
-    durations: dict[str, float],
-    logs: dict[str, str],
-) -> TaskResult:
-    """Assemble a TaskResult with its status."""
-    status, reason = decide_status(oracle, nop, expected_nop)
-    return TaskResult(
-        task=task,
-        instance_id=instance_id,
-        dataset=dataset,
-        status=status,
-        reason=reason,
-        engine=engine,
-        images=images,
-        oracle=tuple(oracle),
-        nop=nop,
-        expected_nop=expected_nop,
-        durations=durations,
-        logs=logs,
-    )

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from packager.context import RunContext
 from packager.defaults import DEFAULT_ENVIRONMENT
 from packager.engines import VerifyRequest
-from packager.engines.containers import excerpt, judge_record, make_result
+from packager.engines.containers import excerpt, judge_record
 from packager.engines.excerpts import run_evidence
+from packager.engines.verdict import make_result
 from packager.errors import EngineUnavailableError, InputError, RunError
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec

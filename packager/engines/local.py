@@ -4,14 +4,18 @@ Docker SDK (`packager.engines.containers`), a few seconds per run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packager.context import RunContext
 from packager.defaults import DEFAULT_ENVIRONMENT
 from packager.engines import VerifyRequest
-from packager.engines.containers import RunPlan, make_result, run_once, wait_for_removals
+from packager.engines.containers import RunPlan, run_once, wait_for_removals
+from packager.engines.perturb import PerturbationUnavailable, make_perturbation, perturbed
+from packager.engines.verdict import make_result
 from packager.errors import InputError
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
@@ -78,7 +82,9 @@ def verify_task(
     judge_env: Mapping[str, str] | None = None,
     run: RunContext | None = None,
 ) -> TaskResult:
-    """Run the oracle `config.oracle_runs` times and the nop once; return the TaskResult.
+    """Run the oracle `config.oracle_runs` times and the nop `config.nop_runs` times, then,
+    when every gold run solved the task and no nop run did, one perturbed gold run for each of
+    `config.perturb` (`engines.perturb`); return the TaskResult.
 
     The first run that hits an infrastructure fault ends the task's runs (its status is
     `infra_error` whatever the other runs would say).
@@ -87,13 +93,19 @@ def verify_task(
     logs = paths.log_dir(slug)
     plan = make_run_plan(spec, paths, images, config=config, judge_env=judge_env, run=run)
     oracle: list[RunResult] = []
-    nop: RunResult | None = None
-    for i in range(config.oracle_runs):
-        oracle.append(run_once(client, plan, "oracle", logs / f"oracle-{i + 1}"))
-        if oracle[-1].grade_status == "infra_error":
+    nops: list[RunResult] = []
+    shaken: list[RunResult] = []
+    wanted = [("oracle", f"oracle-{i + 1}") for i in range(config.oracle_runs)]
+    wanted += [("nop", "nop" if i == 0 else f"nop-{i + 1}") for i in range(config.nop_runs)]
+    for kind, folder in wanted:
+        done = run_once(client, plan, kind, logs / folder)
+        (oracle if kind == "oracle" else nops).append(done)
+        if done.grade_status == "infra_error":
             break
     else:
-        nop = run_once(client, plan, "nop", logs / "nop")
+        if all(r.reward == 1.0 for r in oracle) and all((r.reward or 0) < 1.0 for r in nops):
+            shaken = perturbed_runs(client, spec, plan, config.perturb, logs)
+    nop = nops[0] if nops else None
     # Each run's containers were removed in the background while the next one ran; the
     # task's are all gone before its result is (a caller may remove a volume or an image).
     wait_for_removals()
@@ -106,10 +118,62 @@ def verify_task(
         images=images,
         oracle=oracle,
         nop=nop,
+        more_nops=nops[1:],
+        perturbed=shaken,
         expected_nop=spec.expectations.nop_reward,
         durations=durations or {},
         logs={"dir": str(logs), **(extra_logs or {}), **apply_logs},
     )
+
+
+def perturbed_runs(
+    client: DockerClient,
+    spec: TaskSpec,
+    plan: RunPlan,
+    names: Sequence[str],
+    logs: Path,
+) -> list[RunResult]:
+    """One gold run per perturbation of `names`, each in `logs/oracle-<name>`; a perturbation
+    that cannot be made here is a run with no reward and a reason (`infra_error`).
+    """
+    done: list[RunResult] = []
+    for name in names:
+        folder = logs / f"oracle-{name}"
+        try:
+            change = make_perturbation(name, spec.task_id, client)
+        except PerturbationUnavailable as exc:
+            folder.mkdir(parents=True, exist_ok=True)
+            reason = f"the {name} perturbation cannot run here: {exc}"
+            done.append(
+                RunResult(
+                    kind="oracle",
+                    reward=None,
+                    grade_status="infra_error",
+                    reason=reason,
+                    duration_sec=0.0,
+                    log_dir=str(folder),
+                    perturbation=name,
+                )
+            )
+            break
+        result = run_once(client, perturbed(plan, change), "oracle", folder)
+        done.append(result.model_copy(update={"perturbation": name, **_took(name, folder)}))
+        if result.grade_status == "infra_error":
+            break
+    return done
+
+
+def _took(name: str, folder: Path) -> dict[str, str]:
+    """Why a perturbation did not take in its run: a shuffle the runner could not make."""
+    if name != "shuffle":
+        return {}
+    try:
+        report = json.loads((folder / "report.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if isinstance(report, dict) and report.get("shuffled") is True:
+        return {}
+    return {"perturbation_note": "the runner does not shuffle its tests here: a plain repeat"}
 
 
 @dataclass(frozen=True)

@@ -428,14 +428,35 @@ def added_names(added: Optional[AddedTest], go: Sequence[GoCanary]) -> List[str]
 
 # ------------------------------------------------------------------ pytest's JUnit proof plugin
 
-_PROOF_PLUGIN = """import pytest
+_PROOF_PLUGIN = """import os
+import random
+
+import pytest
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     if not getattr(config.option, "xmlpath", None) and not hasattr(config, "workerinput"):
         config.option.xmlpath = {path!r}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    seed = os.environ.get({seed_var!r})
+    if not seed:
+        return
+    rng, files = random.Random(seed), {{}}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    order = list(files.values())
+    rng.shuffle(order)
+    for group in order:
+        rng.shuffle(group)
+    items[:] = [item for group in order for item in group]
 """
+SHUFFLE_SEED = "PACKAGER_SHUFFLE_SEED"
+"""Set for a perturbed gold run: the proof plugin shuffles the collected tests with it (test
+files in a random order, each file's tests in a random order), as pytest-randomly does."""
 
 
 class ProofPlugin:
@@ -492,7 +513,9 @@ def write_proof_plugin(env: Dict[str, str], cwd: Path, proof: Path) -> Optional[
     dist = site / f"{module}-0.dist-info"
     paths = [site / f"{module}.py", dist]
     try:
-        paths[0].write_text(_PROOF_PLUGIN.format(path=str(proof)), encoding="utf-8")
+        paths[0].write_text(
+            _PROOF_PLUGIN.format(path=str(proof), seed_var=SHUFFLE_SEED), encoding="utf-8"
+        )
         dist.mkdir()
         for name, text in (
             ("METADATA", f"Metadata-Version: 2.1\nName: {module}\nVersion: 0\n"),

@@ -154,12 +154,24 @@ def _timeout(value: Any, default: float) -> float:
     return float(value)
 
 
+TEST_ENV = "PACKAGER_TEST_ENV"
+"""A JSON object of variables the host sets for the test command only (a perturbed gold run's
+shifted clock or shuffle seed), not for this runtime: it is taken out of the command's
+environment and its members put in."""
+
+
 def _command_env(plan: Mapping[str, Any]) -> Dict[str, str]:
     env = dict(os.environ)
     extra = plan.get("env") or {}
     if not isinstance(extra, dict):
         raise ValueError("plan: env must be an object")
     env.update({str(k): str(v) for k, v in extra.items()})
+    perturbed = env.pop(TEST_ENV, "")
+    if perturbed:
+        added = json.loads(perturbed)
+        if not isinstance(added, dict):
+            raise ValueError(f"{TEST_ENV} must be a JSON object")
+        env.update({str(k): str(v) for k, v in added.items()})
     return env
 
 

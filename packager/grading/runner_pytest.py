@@ -97,7 +97,10 @@ class Pytest(runner_base.Family):
         run.state["proof"] = proof
         extra = run.env.get("PYTEST_ADDOPTS", "")
         run.env["PYTEST_ADDOPTS"] = f"{extra} --junitxml={proof}".strip()
-        run.guard(canaries.write_proof_plugin(run.env, run.repo, proof))
+        plugin = run.guard(canaries.write_proof_plugin(run.env, run.repo, proof))
+        if run.env.get(canaries.SHUFFLE_SEED):
+            # a perturbed run: the plugin shuffles the tests (none installed: no shuffle)
+            run.report["shuffled"] = plugin is not None
         tripwire = tripwires.write_pytest_tripwire(run.repo, run.plan)
         run.state["tripwire"] = run.guard(tripwire, tripwire.names)
 

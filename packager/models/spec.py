@@ -304,6 +304,11 @@ class RunResult(Frozen):
     network_hosts: list[str] | None = None
     """The test output shows a failed attempt to reach the network (grading is offline): the
     hosts it names, possibly none (`engines.excerpts.network_hosts`); None when it shows none."""
+    perturbation: str | None = None
+    """A perturbed gold run: what was changed (`engines.perturb`: shuffle, cpus, clock)."""
+    perturbation_note: str | None = None
+    """Why the perturbation did not take (a runner that cannot shuffle): the run is then a
+    plain repeat."""
     resources: dict[str, float] | None = None
     """What the grader's container used, read from its cgroup when grading ended:
     `memory_peak_mb`, `cpu_sec` (`grading/processes.cgroup_usage`); None when not measured."""
@@ -323,6 +328,13 @@ class TaskResult(Frozen):
     """The images' ids when verified: a rerun skips the task only for the very same images."""
     oracle: tuple[RunResult, ...] = ()
     nop: RunResult | None = None
+    more_nops: tuple[RunResult, ...] = ()
+    """The nop runs after the first (`--runs G,N` with N > 1)."""
+    perturbed: tuple[RunResult, ...] = ()
+    """Perturbed gold runs (`--perturb`), after the plain ones."""
+    stability: dict[str, Any] | None = None
+    """Each listed test's outcome in every run, the tests whose outcome changed and the
+    perturbation that changed it, the runs and their added seconds (`checks/stability.py`)."""
     expected_nop: float | None = None
     durations: dict[str, float] = Field(default_factory=dict)
     logs: dict[str, str] = Field(default_factory=dict)

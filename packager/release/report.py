@@ -106,6 +106,7 @@ def make_markdown(dataset: str, results: list[TaskResult]) -> str:
         lines += ["", "## For review: the gold patch reaches into a test runner's names", ""]
         lines += [f"- `{t}`: {'; '.join(hits)}" for t, hits in sorted(flagged.items()) if hits]
     lines += _label_lines(results)
+    lines += _stability_lines(results)
     lines += _resource_lines(results)
     reasons = [r for r in results if r.reason]
     if reasons:
@@ -132,6 +133,41 @@ def _label_lines(results: list[TaskResult]) -> list[str]:
         f"- `{task}` {f['kind']} ({f['group']}) `{f['id']}`: {f['detail']}" for task, f in found
     ]
     return lines
+
+
+def _stability_lines(results: list[TaskResult]) -> list[str]:
+    """The section "Stability": per task with a stability record, its runs, the listed tests
+    that changed outcome (flip rate: runs away from the usual outcome over all runs) and what
+    changed them, and the seconds the runs beyond one gold and one nop added.
+    """
+    measured = [r for r in results if r.stability]
+    if not measured:
+        return []
+    flaky = sum(1 for r in measured if (r.stability or {}).get("flaky"))
+    lines = ["", "## Stability", ""]
+    lines.append(f"{len(measured)} task(s) run more than once: {flaky} with flaky listed tests.")
+    lines += ["", "| task | gold / nop runs | perturbed | flaky listed tests | added s |"]
+    lines += ["|---|---|---|---|---|"]
+    for r in measured:
+        st = r.stability or {}
+        runs = st.get("runs", {})
+        tests = "; ".join(
+            f"`{f['id']}` {_flip_rate(f['outcomes'])} ({', '.join(f['changed_by'])})"
+            for f in st.get("flaky", [])
+        )
+        lines.append(
+            f"| `{r.instance_id}` | {runs.get('gold', 0)} / {runs.get('nop', 0)} | "
+            f"{', '.join(runs.get('perturbed', [])) or '-'} | {tests or 'none'} | "
+            f"{st.get('added_sec', 0):.1f} |"
+        )
+    return lines
+
+
+def _flip_rate(outcomes: dict[str, str]) -> str:
+    """`k/n`: gold runs whose outcome is not the usual one, over all gold runs."""
+    gold = [v for k, v in outcomes.items() if k.startswith("oracle-")]
+    usual = Counter(gold).most_common(1)[0][1] if gold else 0
+    return f"{len(gold) - usual}/{len(gold)} gold runs flipped"
 
 
 def _resource_lines(results: list[TaskResult]) -> list[str]:

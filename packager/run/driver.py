@@ -296,6 +296,8 @@ class _Run:
                     self.paths,
                     spec,
                     oracle_runs=verify.oracle_runs,
+                    nop_runs=verify.nop_runs,
+                    perturb=verify.perturb,
                     engine=verify.engine,
                     client=self.client,
                     rendered=self.rendered.get(spec.provenance.slug),

@@ -52,11 +52,14 @@ def cached_result(
     engine: str = "local",
     client: DockerClient | None = None,
     rendered: Rendered | None = None,
+    nop_runs: int = 1,
+    perturb: tuple[str, ...] = (),
 ) -> TaskResult | None:
     """The task's saved result when it is `verified` for the very images this spec renders to
     and the very task folder rendered now (its digest: an edited instruction or task.toml is
     verified again, so a release never ships bytes no run saw), by the same engine, with at
-    least `oracle_runs` oracle runs: a rerun skips such a task.
+    least `oracle_runs` oracle runs, `nop_runs` nop runs and a perturbed run for each of
+    `perturb`: a rerun skips such a task.
 
     With a client, the images must also still be the ones verified (same ids) and the agent
     image's base images unchanged since it was built. `rendered`: the tags and digest this run's
@@ -76,6 +79,8 @@ def cached_result(
         and same
         and previous.engine == engine
         and len(previous.oracle) >= oracle_runs
+        and 1 + len(previous.more_nops) >= nop_runs
+        and set(perturb) <= {r.perturbation for r in previous.perturbed}
     ):
         return None
     folder = paths.task_dir(spec.provenance.slug)

@@ -332,13 +332,15 @@ def run_stage(
                 run=run,
             )
         )
+        checked = after_verify(spec, verified)
+        reason = checked.pop("reason", verified.reason)
         return verified.model_copy(
             update={
                 "image_ids": staged.image_ids,
-                **after_verify(spec, verified),
+                **checked,
                 "environment": staged.environment,
                 "task_digest": staged.task_digest,
-                "reason": with_dropped(verified.reason, staged.environment.get("dropped")),
+                "reason": with_dropped(reason, staged.environment.get("dropped")),
             }
         )
     except Cancelled:

@@ -75,7 +75,7 @@ def test_the_shipped_checks_and_where_they_apply() -> None:
     app = seam.AFTER_BUILD[1]
     assert app.applies(judged) and not app.applies(plain)
     assert all(c.applies(plain) for c in seam.AFTER_BUILD if c.name == "audit")
-    assert [name for name, _ in seam.AFTER_VERIFY] == ["labels", "resources"]
+    assert [name for name, _ in seam.AFTER_VERIFY] == ["labels", "resources", "stability"]
     assert {name for name, _ in seam.AFTER_VERIFY} <= set(TaskResult.model_fields)
 
 

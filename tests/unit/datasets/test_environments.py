@@ -17,8 +17,8 @@ from packager.datasets.conda import (
     from_package_list,
     pip_requirement,
 )
-from packager.engines.containers import decide_status
 from packager.engines.excerpts import run_evidence
+from packager.engines.verdict import decide_status
 from packager.images.failures import explain
 from packager.models.spec import Environment, RunResult, TaskResult
 from packager.release.report import HEADERS, make_markdown, python_cell, table_rows

@@ -8,7 +8,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from packager.engines.containers import decide_status
+from packager.engines.verdict import decide_status
 from packager.errors import BuildError
 from packager.images.build import build_image
 from packager.models.spec import RunResult

@@ -49,6 +49,12 @@ def test_an_edited_task_folder_is_verified_again(tmp_path: Path) -> None:
     assert cached_result(paths, spec, oracle_runs=2) is None
     write_result(paths, result)
     assert cached_result(paths, spec, oracle_runs=2) == result
+    # More nop runs or a perturbation the saved runs lack: verified again.
+    assert cached_result(paths, spec, oracle_runs=2, nop_runs=2) is None
+    assert cached_result(paths, spec, oracle_runs=2, perturb=("clock",)) is None
+    shaken = _run("oracle", 1.0).model_copy(update={"perturbation": "clock"})
+    write_result(paths, result.model_copy(update={"perturbed": (shaken,)}))
+    assert cached_result(paths, spec, oracle_runs=2, perturb=("clock",)) is not None
 
 
 def test_the_render_decides_tags_and_digest_once_for_the_whole_run(

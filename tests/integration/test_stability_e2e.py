@@ -1,0 +1,83 @@
+"""Stability on the real engine: a generated row whose PASS_TO_PASS holds an order-dependent
+test, a test that needs two CPUs and a test that needs the clock in UTC. Every plain run (two
+gold, two nop) passes them; each perturbed gold run breaks exactly its own test, and the task
+is `flaky`, naming each test with the perturbation that changed it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from packager.samples.generate import generate
+from tests.conftest import run_cli
+
+ORDER = "".join(f"def test_a_{i}():\n    STATE.append({i})\n\n\n" for i in range(6))
+SEEDED = {
+    "tests/test_order.py": f"STATE = []\n\n\n{ORDER}def test_zz_after_the_others():\n"
+    "    assert STATE == [0, 1, 2, 3, 4, 5]\n",
+    "tests/test_cpus.py": "import os\n\n\ndef test_two_cpus():\n"
+    "    assert len(os.sched_getaffinity(0)) >= 2\n",
+    "tests/test_clock.py": "import time\n\n\ndef test_in_utc_before_2027():\n"
+    "    assert time.timezone == 0 and time.localtime().tm_year < 2027\n",
+}
+EXPECTED = {
+    "tests/test_order.py::test_zz_after_the_others": ["shuffle"],
+    "tests/test_cpus.py::test_two_cpus": ["cpus"],
+    "tests/test_clock.py::test_in_utc_before_2027": ["clock"],
+}
+
+
+def _new_file(path: str, text: str) -> str:
+    lines = text.splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+    )
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("stability")
+    data = generate(folder / "ds", 1)
+    row = json.loads(data.read_text().splitlines()[0])
+    row["test_patch"] += "".join(_new_file(p, t) for p, t in SEEDED.items())
+    row["PASS_TO_PASS"] = json.dumps([*json.loads(row["PASS_TO_PASS"]), *EXPECTED])
+    data.write_text(json.dumps(row) + "\n")
+    return data
+
+
+def test_each_perturbation_catches_its_own_seeded_test(
+    seeded: Path, tmp_path: Path, docker_client: Any
+) -> None:
+    out = tmp_path / "out"
+    done = run_cli(
+        "package", "--all", "--dataset", str(seeded), "--out", str(out),
+        "--runs", "2,2", "--perturb", "all", timeout=1800,
+    )  # fmt: skip
+    result = json.loads((out / "rows" / "results" / "gen__calc-0.json").read_text())
+    assert done.returncode == 1, done.stdout + done.stderr  # a flaky task fails the run
+    assert result["status"] == "flaky", result
+    assert [r["reward"] for r in result["oracle"]] == [1.0, 1.0]
+    assert [r["reward"] for r in [result["nop"], *result["more_nops"]]] == [0.0, 0.0]
+    assert [(r["perturbation"], r["reward"]) for r in result["perturbed"]] == [
+        ("shuffle", 0.0),
+        ("cpus", 0.0),
+        ("clock", 0.0),
+    ]
+    stability = result["stability"]
+    assert stability["runs"] == {"gold": 2, "nop": 2, "perturbed": ["shuffle", "cpus", "clock"]}
+    assert stability["not_applied"] == {}
+    assert {f["id"]: f["changed_by"] for f in stability["flaky"]} == EXPECTED
+    for flaky in stability["flaky"]:
+        outcomes = flaky["outcomes"]
+        broken = f"oracle-{flaky['changed_by'][0]}"
+        assert outcomes[broken] == "failed"
+        assert {k for k, v in outcomes.items() if v == "passed"} == set(outcomes) - {broken}
+    assert stability["added_sec"] > 0
+    for test_id in EXPECTED:
+        assert test_id in result["reason"]
