@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         "--history", choices=("full", "base-only"), help="passed on (a mirror missing old blobs)"
     )
     parser.add_argument("--as-of", help="passed on: created, a date or none (packager's default)")
+    parser.add_argument("--runs", help="passed on: G,N gold and nop runs")
+    parser.add_argument("--perturb", help="passed on: shuffle,cpus,clock, all or none")
     parser.add_argument("--skip-package", action="store_true", help="only grade saved logs")
     args = parser.parse_args(argv)
     ids = [i.strip() for i in args.ids.split(",") if i.strip()]
@@ -132,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             command += ["--oracle-runs", str(args.oracle_runs)]
         if args.as_of:
             command += ["--as-of", args.as_of]
+        for flag, value in (("--runs", args.runs), ("--perturb", args.perturb)):
+            if value:
+                command += [flag, value]
         started = time.monotonic()
         proc = subprocess.run(command, cwd=ROOT, check=False)
         wall = time.monotonic() - started
