@@ -115,6 +115,12 @@ class OutputPaths:
     def quality_file(self, slug: str) -> Path:
         return self.check_file(slug, "quality")
 
+    def calibration_file(self, slug: str) -> Path:
+        """calibration/<task>.json: the limits its last verification measured, which the
+        render writes into task.toml (`stages.calibrate`).
+        """
+        return self.base / "calibration" / f"{slug}.json"
+
     def relative(self, path: Path) -> str:
         """`path` as written under `<out>/<dataset>` (what a Ray job ships back and forth)."""
         return path.relative_to(self.base).as_posix()

@@ -9,8 +9,8 @@ grader image with one thing changed that a sound test should not depend on.
   quota.
 - `clock`: the test command's clock moved to a minute before a daylight-saving jump
   (`CLOCK_AT`, 2027-03-14 01:59 in New York, whose zone `TZ` names), through libfaketime
-  preloaded into the test command only (monotonic clocks and file times are left alone, so
-  timeouts and mtimes still hold). The library comes from Debian's `libfaketime` package,
+  preloaded into the test command only (monotonic clocks are left alone, so timeouts hold;
+  file times are shifted with the clock, so a file's age stays what it was). The library comes from Debian's `libfaketime` package,
   built once per machine into a helper image from the oldest Debian base the engine has (its
   glibc needs are then met by every newer one) and kept in the machine cache (`TOOLS`).
 
@@ -88,7 +88,6 @@ def make_perturbation(name: str, task: str, client: DockerClient) -> Perturbatio
             ("LD_PRELOAD", CLOCK_LIBRARY),
             ("FAKETIME", f"{offset:+d}s"),
             ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
-            ("NO_FAKE_STAT", "1"),
             ("TZ", CLOCK_ZONE),
         )
         return Perturbation(name, test_env=env, files=((CLOCK_LIBRARY, faketime(client)),))

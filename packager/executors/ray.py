@@ -484,8 +484,15 @@ def pack_task(paths: OutputPaths, slug: str) -> bytes:
 
 
 def pack_outputs(paths: OutputPaths, slug: str) -> bytes:
-    """What a job returns besides its result: the task's logs and its audit report."""
-    members = (paths.log_dir(slug), paths.audit_file(slug))
+    """What a job returns besides its result: the task's logs, its audit report, and the
+    calibration a verified task's runs gave with the task.toml that states it.
+    """
+    members = (
+        paths.log_dir(slug),
+        paths.audit_file(slug),
+        paths.calibration_file(slug),
+        paths.task_dir(slug) / "task.toml",
+    )
     return _tar([(path, paths.relative(path)) for path in members])
 
 

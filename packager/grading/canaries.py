@@ -442,7 +442,8 @@ def pytest_configure(config):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    seed = os.environ.get({seed_var!r})
+    # The outer session only: sessions it starts (pytester, in process or not) keep their order.
+    seed = os.environ.pop({seed_var!r}, None)
     if not seed:
         return
     rng, files = random.Random(seed), {{}}
@@ -456,7 +457,8 @@ def pytest_collection_modifyitems(session, config, items):
 """
 SHUFFLE_SEED = "PACKAGER_SHUFFLE_SEED"
 """Set for a perturbed gold run: the proof plugin shuffles the collected tests with it (test
-files in a random order, each file's tests in a random order), as pytest-randomly does."""
+files in a random order, each file's tests in a random order), as pytest-randomly does, in the
+first session only (it takes the variable out, so the sessions a test starts keep theirs)."""
 
 
 class ProofPlugin:

@@ -252,6 +252,17 @@ class Expectations(Frozen):
     """The row's own base reward (EC-SWE base_reward, PDL floor), when it gives one."""
 
 
+class Calibration(Frozen):
+    """Limits derived from a task's measured gold runs (`checks/resources.py`), stated in its
+    task.toml once it is verified (`stages.calibrate`).
+    """
+
+    cpus: int
+    memory_limit_mb: int
+    storage_limit_mb: int
+    verifier_timeout_sec: float
+
+
 class TaskSpec(Frozen):
     """Everything needed to render, build and verify one task."""
 
@@ -263,6 +274,9 @@ class TaskSpec(Frozen):
     grading: Grading
     expectations: Expectations = Expectations()
     agent_timeout_sec: int = 3600
+    calibration: Calibration | None = None
+    """The limits its last verification measured (read back at render, so the task.toml a
+    rerun renders is the one it verified)."""
 
     @property
     def task_id(self) -> str:

@@ -505,6 +505,13 @@ def _task_toml(spec: TaskSpec, agent_image: str, grader_image: str) -> bytes:
         # Harbor's docker environment turns `cpus` into the compose service's CPU limit.
         config["environment"]["cpus"] = spec.environment.cpus
         config["verifier"]["environment"]["cpus"] = spec.environment.cpus
+    if spec.calibration is not None:
+        # Measured on the gold runs (Harbor 0.25 defaults none of them): each phase's limits.
+        c = spec.calibration
+        limits = {"cpus": c.cpus, "memory_mb": c.memory_limit_mb, "storage_mb": c.storage_limit_mb}
+        config["environment"].update(limits)
+        config["verifier"]["environment"].update(limits)
+        config["verifier"]["timeout_sec"] = c.verifier_timeout_sec
     if spec.grading.network:
         # `--grader-network public`, in Harbor's terms: the verifier phase's network policy.
         config["verifier"]["network_mode"] = "public"

@@ -21,6 +21,7 @@ from packager.render.write import Staging
 from packager.run.resolve import resolve_spec
 from packager.run.select import RowScan, Selection
 from packager.stages.build import ImageTags, Rendered
+from packager.stages.calibrate import calibrated
 from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class _TaskStager:
         if not self.sel.wants(spec):
             return None, None
         spec = resolve_spec(spec, self.sel.merged_repo_sources, self.sel.mirror_dirs)
+        spec = calibrated(spec, self.paths)
         return (spec if self.keep_specs else None), self.stage(spec)
 
     def stage(self, spec: TaskSpec) -> _TaskRecord:

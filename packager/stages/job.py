@@ -29,6 +29,7 @@ from packager.stages.build import (
     environment_facts,
     image_tags,
 )
+from packager.stages.calibrate import calibrate
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -302,6 +303,14 @@ class TaskJob:
         return staged
 
 
+def _image_mb(client: DockerClient, tag: str) -> float:
+    """The image's size in MiB (0 when the engine cannot say)."""
+    try:
+        return float(client.images.get(tag).attrs.get("Size") or 0) / 2**20
+    except Exception:  # noqa: BLE001 - a figure for the calibration, never a reason to fail
+        return 0.0
+
+
 def run_stage(
     staged: Staged,
     paths: OutputPaths,
@@ -334,12 +343,16 @@ def run_stage(
         )
         checked = after_verify(spec, verified)
         reason = checked.pop("reason", verified.reason)
+        digest = staged.task_digest
+        resources = checked.get("resources")
+        if checked.get("status", verified.status) == "verified" and resources:
+            digest = calibrate(spec, paths, resources, _image_mb(client, staged.images["agent"]))
         return verified.model_copy(
             update={
                 "image_ids": staged.image_ids,
                 **checked,
                 "environment": staged.environment,
-                "task_digest": staged.task_digest,
+                "task_digest": digest,
                 "reason": with_dropped(reason, staged.environment.get("dropped")),
             }
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,36 @@ def test_cli_verify_passes_harbor_env_to_both_jobs(paths: OutputPaths, docker_cl
         assert "DAYTONA_API_KEY" in (jobs / f"{agent}.log").read_text(), agent
     kept = TaskResult.model_validate_json(paths.result_file(task).read_text())
     assert kept.status == "verified"
+
+
+def test_harbor_scores_the_oracle_under_the_limits_measured_locally(
+    paths: OutputPaths, docker_client: Any
+) -> None:
+    """A verified task's task.toml states the CPUs, memory, storage and verifier timeout its gold
+    runs measured (`stages.calibrate`), and the real `harbor run` of the oracle still scores
+    1.0 under them.
+    """
+    task = GRADEABLE[0]
+    proc = run_cli("verify", task, "--out", str(paths.root), "--force")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    local = TaskResult.model_validate_json(paths.result_file(task).read_text())
+    assert local.status == "verified" and local.resources, local
+    config = tomllib.loads((paths.task_dir(task) / "task.toml").read_text())
+    limits = {k: config["environment"][k] for k in ("cpus", "memory_mb", "storage_mb")}
+    assert limits == {k: config["verifier"]["environment"][k] for k in limits}
+    assert limits["cpus"] >= 1 and limits["memory_mb"] >= 512 and limits["storage_mb"] >= 1024
+    assert limits["memory_mb"] >= local.resources["memory_peak_mb"] * 1.5
+    assert config["verifier"]["timeout_sec"] == local.resources["verifier_timeout_sec"]
+
+    proc = run_cli(
+        "verify", task, "--out", str(paths.root), "--engine", "harbor", "--oracle-runs", "1",
+        "--force",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    harbor = TaskResult.model_validate_json(paths.result_file(task).read_text())
+    assert (harbor.engine, harbor.status) == ("harbor", "verified"), harbor.reason
+    assert [r.reward for r in harbor.oracle] == [1.0]
+    assert _left_behind(docker_client) == [], "containers left behind"
 
 
 def test_dataset_run_through_registry_reproduces_oracle_rewards(
