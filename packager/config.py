@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -184,6 +184,23 @@ class SelectionConfig(_Section):
             "reach for the network is needs_network) or public (graded with the network, as "
             "the SWE-bench harness grades; written into task.toml as the verifier's "
             "network_mode and into the HUD environment; docs/security.md says what it costs)."
+        ),
+    )
+    labels: Literal["dataset", "derived"] = Field(
+        "dataset",
+        description=(
+            "The labels a task grades with: dataset (its FAIL_TO_PASS and PASS_TO_PASS as "
+            "published, so verdicts match the harness's) or derived (those its last runs "
+            "show: failing at base and passing with the gold patch in every run; passing "
+            "in every run). Recorded in task.toml's metadata."
+        ),
+    )
+    quarantine: bool = Field(
+        False,
+        description=(
+            "Grade without the listed tests the last runs saw change outcome (a flaky "
+            "task's, see --runs and --perturb): they are taken out of its labels and named "
+            "with their flip counts in task.toml's metadata and the release manifest."
         ),
     )
     strict_environment: bool = Field(

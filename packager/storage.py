@@ -121,6 +121,12 @@ class OutputPaths:
         """
         return self.base / "calibration" / f"{slug}.json"
 
+    def labels_file(self, slug: str) -> Path:
+        """labels/<task>.json: the labels its last runs derived and the listed tests they saw
+        flip, read by `--labels derived` and `--quarantine` (`stages.relabel`).
+        """
+        return self.base / "labels" / f"{slug}.json"
+
     def relative(self, path: Path) -> str:
         """`path` as written under `<out>/<dataset>` (what a Ray job ships back and forth)."""
         return path.relative_to(self.base).as_posix()

@@ -97,6 +97,20 @@ def audit_labels(
     }
 
 
+def derived_labels(
+    gold: Sequence[Mapping[str, str]], nops: Sequence[Mapping[str, str]]
+) -> tuple[list[str], list[str]]:
+    """(FAIL_TO_PASS, PASS_TO_PASS) the runs show: passing on every gold run and failing or
+    absent on every nop run; passing on every run. Sorted.
+    """
+    if not gold or not nops:
+        return [], []
+    steady = set.intersection(*({t for t, v in run.items() if v == PASSED} for run in gold))
+    f2p = sorted(t for t in steady if all(run.get(t) != PASSED for run in nops))
+    p2p = sorted(t for t in steady if all(run.get(t) == PASSED for run in nops))
+    return f2p, p2p
+
+
 def read_tests(log_dir: str | Path) -> dict[str, str] | None:
     """A run's parsed tests (its report.json's `tests`), None when the run left none."""
     try:

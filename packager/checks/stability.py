@@ -135,7 +135,10 @@ def flaky_reason(stability: Mapping[str, Any] | None) -> str | None:
         f"{f['id']} ({f['group']}, changed by {', '.join(f['changed_by'])})" for f in flaky[:NAMED]
     )
     more = f" and {len(flaky) - NAMED} more" if len(flaky) > NAMED else ""
-    return f"{len(flaky)} listed test(s) change outcome between runs: {named}{more}"
+    return (
+        f"{len(flaky)} listed test(s) change outcome between runs: {named}{more} "
+        "(--quarantine grades without them)"
+    )
 
 
 def _baseline_sec(oracle: Sequence[RunResult], nops: Sequence[RunResult]) -> float:

@@ -81,6 +81,8 @@ class RowOptions(OutFlag, ListFlags, TaskPick):
     as_of: str = opt("--as-of")
     strict_environment: bool = opt("--strict-environment")
     grader_network: kinds.GraderNetwork = opt("--grader-network")
+    labels: str = opt("--labels", metavar="dataset|derived")
+    quarantine: bool = opt("--quarantine")
 
 
 @dataclasses.dataclass(frozen=True)

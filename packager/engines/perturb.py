@@ -10,9 +10,10 @@ grader image with one thing changed that a sound test should not depend on.
 - `clock`: the test command's clock moved to a minute before a daylight-saving jump
   (`CLOCK_AT`, 2027-03-14 01:59 in New York, whose zone `TZ` names), through libfaketime
   preloaded into the test command only (monotonic clocks are left alone, so timeouts hold;
-  file times are shifted with the clock, so a file's age stays what it was). The library comes from Debian's `libfaketime` package,
-  built once per machine into a helper image from the oldest Debian base the engine has (its
-  glibc needs are then met by every newer one) and kept in the machine cache (`TOOLS`).
+  file times move with the clock, so a file keeps its age). The library comes from Debian's
+  `libfaketime` package, built once per machine into a helper image from the oldest Debian
+  base the engine has (its glibc needs are then met by every newer one) and kept in the
+  machine cache (`TOOLS`).
 
 Each perturbation is data: the environment the test command gets (`grading.grade.TEST_ENV`),
 the grader container's CPUs, files put into it. The local engine runs them (`verify_task`).

@@ -7,7 +7,11 @@ Per task the manifest holds:
   (`TaskResult.task_digest`). `publish` refuses a task whose folder no longer has that digest
   (edited or rendered again since it was verified): the release would ship bytes no run saw.
 - `images`: role → the digest-pinned reference the release's task.toml names.
-- the verdict: `status`, `oracle` (each gold run's reward), `nop`, `runs` (how many of each).
+- the verdict: `status`, `oracle` (each gold run's reward), `nop`, `runs` (how many gold and
+  nop runs, and the perturbations), `flaky` (listed tests that changed outcome, and what
+  changed them: `checks/stability.py`).
+- `graded_labels` (`dataset` or `derived`) and `quarantined` (test → flip count), from the
+  task.toml's metadata (`stages/relabel.py`).
 - `labels`: the label audit's findings (`checks/labels.py`), as `kind id` strings.
 - `seconds`: the measured stage seconds of the result (`durations`); `resources`: what the
   gold runs used and the limits it suggests (`checks/resources.py`).
@@ -59,10 +63,18 @@ def unbound_tasks(results: Sequence[TaskResult], task_dirs: Mapping[str, Path]) 
 
 
 def task_entry(
-    result: TaskResult, name: str, digest: str, images: Mapping[str, str]
+    result: TaskResult,
+    name: str,
+    digest: str,
+    images: Mapping[str, str],
+    metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One task's evidence (see the module docstring)."""
+    """One task's evidence (see the module docstring); `metadata`: its task.toml's (which
+    labels it grades with, the tests quarantined and their flip counts).
+    """
     findings = (result.labels or {}).get("findings") or []
+    stability = result.stability or {}
+    meta = metadata or {}
     return {
         "name": name,
         "digest": digest,
@@ -71,7 +83,16 @@ def task_entry(
         "status": result.status,
         "oracle": [run.reward for run in result.oracle],
         "nop": result.nop.reward if result.nop is not None else None,
-        "runs": {"oracle": len(result.oracle), "nop": int(result.nop is not None)},
+        "runs": {
+            "oracle": len(result.oracle),
+            "nop": int(result.nop is not None) + len(result.more_nops),
+            "perturbed": [r.perturbation for r in result.perturbed],
+        },
+        "flaky": sorted(
+            f"{f['id']} ({', '.join(f['changed_by'])})" for f in stability.get("flaky", [])
+        ),
+        "graded_labels": meta.get("labels", "dataset"),
+        "quarantined": dict(sorted((meta.get("quarantined") or {}).items())),
         "labels": sorted(f"{f.get('kind')} {f.get('id')}" for f in findings),
         "seconds": dict(sorted(result.durations.items())),
         "resources": dict(sorted((result.resources or {}).items())),

@@ -487,7 +487,9 @@ def publish(
         published, task_names = _stage_tasks(client, registry, paths, chosen, staging, log)
         digests = _write_dataset_toml(staging, task_names, name, version, description)
         entries = {
-            e.task: evidence.task_entry(r, task_names[e.task], digests[e.task], _roles(e.images))
+            e.task: evidence.task_entry(
+                r, task_names[e.task], digests[e.task], _roles(e.images), _metadata(paths, r.task)
+            )
             for e, r in zip(published, chosen, strict=True)
         }
         write_text(
@@ -605,3 +607,13 @@ def _write_dataset_toml(
     }
     write_text(staging / "dataset.toml", tomli_w.dumps(manifest))
     return digests
+
+
+def _metadata(paths: OutputPaths, slug: str) -> dict[str, Any]:
+    """A task's task.toml metadata (empty when it cannot be read)."""
+    try:
+        config = tomllib.loads((paths.task_dir(slug) / "task.toml").read_text())
+    except (OSError, ValueError):
+        return {}
+    metadata = config.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}

@@ -147,6 +147,8 @@ def open_selection(cfg: SelectionConfig) -> Selection:
         toolchain_fallback=cfg.toolchain_fallback,
         strict_environment=cfg.strict_environment,
         grader_network=cfg.grader_network,
+        labels=cfg.labels,
+        quarantine=cfg.quarantine,
         as_of=cfg.as_of,
     )
 

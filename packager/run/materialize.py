@@ -22,6 +22,7 @@ from packager.run.resolve import resolve_spec
 from packager.run.select import RowScan, Selection
 from packager.stages.build import ImageTags, Rendered
 from packager.stages.calibrate import calibrated
+from packager.stages.relabel import relabeled
 from packager.storage import OutputPaths
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class _TaskStager:
             return None, None
         spec = resolve_spec(spec, self.sel.merged_repo_sources, self.sel.mirror_dirs)
         spec = calibrated(spec, self.paths)
+        spec = relabeled(spec, self.paths, self.sel.labels, self.sel.quarantine)
         return (spec if self.keep_specs else None), self.stage(spec)
 
     def stage(self, spec: TaskSpec) -> _TaskRecord:

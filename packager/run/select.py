@@ -49,9 +49,13 @@ class Selection:
     toolchain_fallback: Literal["nearest", "never"] = "nearest"
     """`--toolchain-fallback`: likewise for the toolchains of a harness spec."""
     strict_environment: bool = False
+    """`--strict-environment`: a conda package pip cannot install fails the build."""
     grader_network: GraderNetwork = "none"
     """`--grader-network`: the grader container offline (`none`) or on the network."""
-    """`--strict-environment`: a conda package pip cannot install fails the build."""
+    labels: Literal["dataset", "derived"] = "dataset"
+    """`--labels`: grade with the dataset's labels or those the last runs derived."""
+    quarantine: bool = False
+    """`--quarantine`: grade without the listed tests the last runs saw flip."""
     as_of: str = "published"
     """`--as-of`: published, created, setup-commit, a date, or none."""
 

@@ -4,8 +4,9 @@ After the runs, `checks/resources.py` records what the largest gold run used and
 that suggests (memory with a margin, CPUs from CPU over wall seconds, the verifier's timeout
 from the wall seconds). For a verified task they are kept in `calibration/<task>.json` and
 written into its task.toml: `[environment]` and `[verifier.environment]` get the CPUs,
-memory and storage limits Harbor reads (storage: the agent image's size with `STORAGE_MARGIN`, rounded up to
-`STORAGE_STEP_MB`: what a sandbox must hold), `[verifier]` its `timeout_sec`. The render
+memory and storage limits Harbor reads (storage: the agent image's size with
+`STORAGE_MARGIN`, rounded up to `STORAGE_STEP_MB`: what a sandbox must hold), `[verifier]`
+its `timeout_sec`. The render
 reads the file back (`calibrated`), so a rerun renders the very task.toml that was verified
 and the task's digest does not move. The agent's timeout stays the dataset's: the oracle's
 seconds say nothing of a model's.

@@ -30,6 +30,7 @@ from packager.stages.build import (
     image_tags,
 )
 from packager.stages.calibrate import calibrate
+from packager.stages.relabel import keep_label_record
 
 if TYPE_CHECKING:
     from packager.images.build import DockerClient
@@ -344,6 +345,7 @@ def run_stage(
         checked = after_verify(spec, verified)
         reason = checked.pop("reason", verified.reason)
         digest = staged.task_digest
+        keep_label_record(paths, spec.provenance.slug, verified.model_copy(update=checked))
         resources = checked.get("resources")
         if checked.get("status", verified.status) == "verified" and resources:
             digest = calibrate(spec, paths, resources, _image_mb(client, staged.images["agent"]))

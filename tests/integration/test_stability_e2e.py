@@ -7,6 +7,7 @@ is `flaky`, naming each test with the perturbation that changed it.
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,23 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("stability-out")
+
+
+def _package(seeded: Path, out: Path, *flags: str) -> tuple[Any, dict[str, Any]]:
+    done = run_cli(
+        "package", "--all", "--dataset", str(seeded), "--out", str(out),
+        "--runs", "2,2", "--perturb", "all", *flags, timeout=1800,
+    )  # fmt: skip
+    result = json.loads((out / "rows" / "results" / "gen__calc-0.json").read_text())
+    return done, result
+
+
 def test_each_perturbation_catches_its_own_seeded_test(
-    seeded: Path, tmp_path: Path, docker_client: Any
+    seeded: Path, out: Path, docker_client: Any
 ) -> None:
-    out = tmp_path / "out"
     done = run_cli(
         "package", "--all", "--dataset", str(seeded), "--out", str(out),
         "--runs", "2,2", "--perturb", "all", timeout=1800,
@@ -81,3 +95,44 @@ def test_each_perturbation_catches_its_own_seeded_test(
     assert stability["added_sec"] > 0
     for test_id in EXPECTED:
         assert test_id in result["reason"]
+    assert "--quarantine" in result["reason"]
+
+
+def test_quarantine_grades_without_the_flipping_tests(
+    seeded: Path, out: Path, docker_client: Any
+) -> None:
+    """After the flaky run, `--quarantine` takes its three flipping tests out of the labels:
+    the grader grades without them, the task verifies under every perturbation, and task.toml
+    names each with its flip count (one perturbed run in seven)."""
+    done, result = _package(seeded, out, "--quarantine")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["status"] == "verified", result["reason"]
+    assert [(r["perturbation"], r["reward"]) for r in result["perturbed"]] == [
+        ("shuffle", 1.0),
+        ("cpus", 1.0),
+        ("clock", 1.0),
+    ]
+    task = out / "rows" / "tasks" / "gen__calc-0"
+    metadata = tomllib.loads((task / "task.toml").read_text())["metadata"]
+    assert metadata["labels"] == "dataset"
+    assert metadata["quarantined"] == {test_id: 1 for test_id in EXPECTED}
+    plan = json.loads((task / "tests" / "plan.json").read_text())
+    assert not set(EXPECTED) & set(plan["fail_to_pass"] + plan["pass_to_pass"])
+    assert "tests/test_mod_0.py::test_documented_0" in plan["pass_to_pass"]
+
+
+def test_derived_labels_are_what_every_run_showed(
+    seeded: Path, out: Path, docker_client: Any
+) -> None:
+    """`--labels derived`: the task grades with what the runs showed: the seeded tests that
+    flip under a perturbation are in neither list, the six tests that set the order's state pass
+    everywhere and are PASS_TO_PASS, the fix's test is FAIL_TO_PASS."""
+    done, result = _package(seeded, out, "--labels", "derived")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["status"] == "verified", result["reason"]
+    task = out / "rows" / "tasks" / "gen__calc-0"
+    assert tomllib.loads((task / "task.toml").read_text())["metadata"]["labels"] == "derived"
+    plan = json.loads((task / "tests" / "plan.json").read_text())
+    assert plan["fail_to_pass"] == ["tests/test_mod_0.py::test_value_0"]
+    assert {f"tests/test_order.py::test_a_{i}" for i in range(6)} <= set(plan["pass_to_pass"])
+    assert not set(EXPECTED) & set(plan["pass_to_pass"])

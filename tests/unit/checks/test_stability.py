@@ -122,7 +122,7 @@ def test_the_record_names_each_run_and_its_added_seconds(tmp_path: Path) -> None
     reason = flaky_reason(record)
     assert reason == (
         "1 listed test(s) change outcome between runs: t.py::keep (PASS_TO_PASS, changed by "
-        "shuffle)"
+        "shuffle) (--quarantine grades without them)"
     )
 
 

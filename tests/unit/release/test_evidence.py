@@ -89,8 +89,16 @@ def test_the_manifest_holds_the_verdict_and_labels() -> None:
         _result("a", "sha256:x", labels=labels), "packager/a", "sha256:y", {}
     )
     assert entry["oracle"] == [1.0, 1.0] and entry["nop"] == 0.0
-    assert entry["runs"] == {"oracle": 2, "nop": 1}
+    assert entry["runs"] == {"oracle": 2, "nop": 1, "perturbed": []}
     assert entry["labels"] == ["label_missing t::y"]
+    assert (entry["graded_labels"], entry["quarantined"], entry["flaky"]) == ("dataset", {}, [])
+    flaky = {"flaky": [{"id": "t::z", "changed_by": ["clock"]}]}
+    quarantined = evidence.task_entry(
+        _result("a", "sha256:x").model_copy(update={"stability": flaky}),
+        "packager/a", "sha256:y", {}, {"labels": "derived", "quarantined": {"t::z": 1}},
+    )  # fmt: skip
+    assert quarantined["flaky"] == ["t::z (clock)"]
+    assert (quarantined["graded_labels"], quarantined["quarantined"]) == ("derived", {"t::z": 1})
     assert entry["verified_digest"] == "sha256:x" and entry["digest"] == "sha256:y"
     data = evidence.manifest("ds", "1.0", {"a": entry})
     assert json.loads(evidence.dumps(data))["packager_version"]
