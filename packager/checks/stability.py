@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from packager.checks.labels import joint_outcome, matching, read_tests
+from packager.engines.verdict import NOT_RUN
 from packager.models.spec import RunResult, TaskResult, TaskSpec
 
 NAMED = 10
@@ -79,7 +80,8 @@ def task_stability(spec: TaskSpec, result: TaskResult) -> dict[str, Any] | None:
     """The stability record of a task's runs; None when it had fewer than two gold runs and
     two nop runs (nothing to compare) or ran none.
     """
-    gold_runs = [*result.oracle, *result.perturbed]
+    made = [r for r in result.perturbed if r.grade_status != NOT_RUN]
+    gold_runs = [*result.oracle, *made]
     nop_runs = [*([result.nop] if result.nop else []), *result.more_nops]
     if not gold_runs or (len(gold_runs) < 2 and len(nop_runs) < 2):
         return None
@@ -88,7 +90,7 @@ def task_stability(spec: TaskSpec, result: TaskResult) -> dict[str, Any] | None:
         "runs": {
             "gold": len(result.oracle),
             "nop": len(nop_runs),
-            "perturbed": [r.perturbation for r in result.perturbed],
+            "perturbed": [r.perturbation for r in made],
         },
         "not_applied": {
             str(r.perturbation): r.perturbation_note
@@ -103,7 +105,7 @@ def task_stability(spec: TaskSpec, result: TaskResult) -> dict[str, Any] | None:
             for runs in (result.oracle, nop_runs)
             for i, r in enumerate(runs, 1)
         }
-        | {run_name(r, 0): r.reward for r in result.perturbed},
+        | {run_name(r, 0): r.reward for r in made},
         "flaky": [],
     }
     g = spec.grading

@@ -15,7 +15,7 @@ from packager.defaults import DEFAULT_ENVIRONMENT
 from packager.engines import VerifyRequest
 from packager.engines.containers import RunPlan, run_once, wait_for_removals
 from packager.engines.perturb import PerturbationUnavailable, make_perturbation, perturbed
-from packager.engines.verdict import make_result
+from packager.engines.verdict import NOT_RUN, make_result
 from packager.errors import InputError
 from packager.judge.endpoint import judge_grader_env
 from packager.models.spec import RunResult, TaskResult, TaskSpec
@@ -134,7 +134,7 @@ def perturbed_runs(
     logs: Path,
 ) -> list[RunResult]:
     """One gold run per perturbation of `names`, each in `logs/oracle-<name>`; a perturbation
-    that cannot be made here is a run with no reward and a reason (`infra_error`).
+    that cannot be made here (no libfaketime) is a run `NOT_RUN` that says why.
     """
     done: list[RunResult] = []
     for name in names:
@@ -142,20 +142,21 @@ def perturbed_runs(
         try:
             change = make_perturbation(name, spec.task_id, client)
         except PerturbationUnavailable as exc:
-            folder.mkdir(parents=True, exist_ok=True)
-            reason = f"the {name} perturbation cannot run here: {exc}"
+            # Not a verdict on the task: the run is not made, and the record says why.
+            note = f"the {name} perturbation cannot be made here: {exc}"
             done.append(
                 RunResult(
                     kind="oracle",
                     reward=None,
-                    grade_status="infra_error",
-                    reason=reason,
+                    grade_status=NOT_RUN,
+                    reason=note,
                     duration_sec=0.0,
                     log_dir=str(folder),
                     perturbation=name,
+                    perturbation_note=note,
                 )
             )
-            break
+            continue
         result = run_once(client, perturbed(plan, change), "oracle", folder)
         done.append(result.model_copy(update={"perturbation": name, **_took(name, folder)}))
         if result.grade_status == "infra_error":

@@ -8,6 +8,9 @@ from collections.abc import Sequence
 
 from packager.models.spec import RunResult, Status, TaskResult
 
+NOT_RUN = "not_run"
+"""The grade status of a perturbed run that could not be made on this machine: no verdict."""
+
 
 def decide_status(
     oracle: list[RunResult],
@@ -19,6 +22,7 @@ def decide_status(
     """The task status from its runs (see DESIGN §7); the extra nop runs and the perturbed
     gold runs must agree with the first nop and the plain gold runs, else the task is flaky.
     """
+    perturbed = [r for r in perturbed if r.grade_status != NOT_RUN]
     runs = [*oracle, *([nop] if nop else []), *more_nops, *perturbed]
     judged = next((r for r in runs if r.grade_status == "needs_judge"), None)
     if judged is not None:

@@ -23,6 +23,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from packager.checks.labels import derived_labels, read_tests
+from packager.engines.verdict import NOT_RUN
 from packager.render.write import write_json
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ def label_record(result: TaskResult) -> dict[str, Any] | None:
     """The labels a task's runs derive and the listed tests they saw flip (None: a run left no
     parsed tests, or the task has no nop run).
     """
-    gold_runs = [*result.oracle, *result.perturbed]
+    made = [r for r in result.perturbed if r.grade_status != NOT_RUN]
+    gold_runs = [*result.oracle, *made]
     nop_runs = [*([result.nop] if result.nop else []), *result.more_nops]
     gold = [read_tests(r.log_dir) for r in gold_runs]
     nops = [read_tests(r.log_dir) for r in nop_runs]

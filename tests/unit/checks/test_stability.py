@@ -13,7 +13,7 @@ import pytest
 
 from packager.checks.stability import flaky_reason, flaky_tests, outcome, task_stability
 from packager.engines.perturb import Perturbation, perturbed, shuffle_seed
-from packager.engines.verdict import decide_status
+from packager.engines.verdict import NOT_RUN, decide_status
 from packager.errors import InputError
 from packager.grading.grade import TEST_ENV
 from packager.models.spec import RunResult, TaskResult
@@ -84,6 +84,9 @@ def test_status_is_flaky_when_a_perturbed_or_extra_nop_run_disagrees() -> None:
     status, reason = decide_status(gold, nop, None, [_run("nop", 1.0)])
     assert status == "flaky" and reason == "nop rewards [0.0, 1.0]"
     assert decide_status(gold, nop, None, (), [_run("oracle", None, "clock")])[0] == "infra_error"
+    # A perturbation this machine cannot make (no libfaketime) is no verdict either way.
+    not_made = _run("oracle", None, "clock").model_copy(update={"grade_status": NOT_RUN})
+    assert decide_status(gold, nop, None, (), [not_made]) == ("verified", None)
 
 
 def test_the_record_names_each_run_and_its_added_seconds(tmp_path: Path) -> None:
