@@ -59,11 +59,35 @@ def harbor_python() -> Path:
     return HARBOR_PYTHON
 
 
+QUICK_RUNS = ("--runs", "2,1")
+QUICK_PERTURB = ("--perturb", "none")
+"""The runs a test's `package` or `verify` asks for unless it names its own: two gold runs and a
+nop run, no perturbation. The defaults (six gold runs and three perturbed ones) cost three
+times the runs; tests/integration/test_stability_e2e.py runs them as a user would."""
+
+
+def quick(args: tuple[str, ...]) -> tuple[str, ...]:
+    """`args` with `QUICK_RUNS` / `QUICK_PERTURB` added to a `package` or `verify` (not of a
+    candidate patch) that names no run count / no perturbation.
+    """
+    if not args or args[0] not in ("package", "verify"):
+        return args
+    named = {a.split("=", 1)[0] for a in args}
+    if "--patch" in named:
+        return args
+    if not named & {"--runs", "--oracle-runs", "--nop-runs"}:
+        args = (*args, *QUICK_RUNS)
+    if "--perturb" not in named:
+        args = (*args, *QUICK_PERTURB)
+    return args
+
+
 def run_cli(
-    *args: str, cwd: Path | None = None, timeout: int = 1800
+    *args: str, cwd: Path | None = None, timeout: int = 1800, defaults: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """The real `packager` command, as a user runs it."""
+    """The real `packager` command, as a user runs it (with `QUICK_RUNS` unless `defaults`)."""
     env = {**os.environ, "COLUMNS": "200"}
+    args = args if defaults else quick(args)
     return subprocess.run(
         [sys.executable, "-m", "packager", *args],
         cwd=cwd or ROOT,

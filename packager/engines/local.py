@@ -84,7 +84,7 @@ def verify_task(
 ) -> TaskResult:
     """Run the oracle `config.oracle_runs` times and the nop `config.nop_runs` times, then,
     when every gold run solved the task and no nop run did, one perturbed gold run for each of
-    `config.perturb` (`engines.perturb`); return the TaskResult.
+    `config.perturbations` (`engines.perturb`); return the TaskResult.
 
     The first run that hits an infrastructure fault ends the task's runs (its status is
     `infra_error` whatever the other runs would say).
@@ -104,7 +104,7 @@ def verify_task(
             break
     else:
         if all(r.reward == 1.0 for r in oracle) and all((r.reward or 0) < 1.0 for r in nops):
-            shaken = perturbed_runs(client, spec, plan, config.perturb, logs)
+            shaken = perturbed_runs(client, spec, plan, config.perturbations, logs)
     nop = nops[0] if nops else None
     # Each run's containers were removed in the background while the next one ran; the
     # task's are all gone before its result is (a caller may remove a volume or an image).

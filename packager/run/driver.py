@@ -299,7 +299,7 @@ class _Run:
                     spec,
                     oracle_runs=verify.oracle_runs,
                     nop_runs=verify.nop_runs,
-                    perturb=verify.perturb,
+                    perturb=verify.perturbations,
                     engine=verify.engine,
                     client=self.client,
                     rendered=self.rendered.get(spec.provenance.slug),

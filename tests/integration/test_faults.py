@@ -429,8 +429,9 @@ def test_daemon_lost_mid_run_is_infra_error_and_keeps_results(
     proxy = SocketProxy(tmp_path / "docker.sock")
     env = {**os.environ, "DOCKER_HOST": f"unix://{proxy.path}", "COLUMNS": "200"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "packager", "package", task, "--oracle-runs", "1", "--force",
-         "--dataset", str(work / "faults.jsonl"), "--out", str(work / "out")],
+        [sys.executable, "-m", "packager", "package", task, "--oracle-runs", "1",
+         "--perturb", "none", "--force", "--dataset", str(work / "faults.jsonl"),
+         "--out", str(work / "out")],
         cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -466,7 +467,7 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(work: Path, docker_client: Any
             f.unlink()
     proc = subprocess.Popen(
         [sys.executable, "-m", "packager", "package", a, b, "--oracle-runs", "1",
-         "--dataset", str(work / "faults.jsonl"), "--out", str(work / "out")],
+         "--perturb", "none", "--dataset", str(work / "faults.jsonl"), "--out", str(work / "out")],
         cwd=ROOT, env={**os.environ, "COLUMNS": "200"}, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from packager.samples.generate import generate
-from tests.conftest import ROOT, run_cli
+from tests.conftest import QUICK_PERTURB, QUICK_RUNS, ROOT, run_cli
 from tests.raycluster import RAY, Cluster, ray_command
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -179,7 +179,8 @@ def test_lost_worker_node_is_infra_error_and_a_rerun_finishes(
     command = [
         sys.executable, "-m", "packager", "package", "--all", "--dataset", str(data),
         "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
-        "--workers-per-node", "1", "--registry", f"{registry}/raylost",
+        "--workers-per-node", "1", "--registry", f"{registry}/raylost", *QUICK_RUNS,
+        *QUICK_PERTURB,
     ]  # fmt: skip
     proc = _start_driver(command)
     results_dir = out / "rows" / "results"
@@ -238,7 +239,7 @@ def test_ctrl_c_cancels_the_cluster_jobs_and_leaves_no_containers(
     command = [
         sys.executable, "-m", "packager", "package", "--all", "--dataset", str(data),
         "--out", str(out), "--executor", "ray", "--ray-address", cluster.address,
-        "--registry", f"{registry}/raystop",
+        "--registry", f"{registry}/raystop", *QUICK_RUNS, *QUICK_PERTURB,
     ]  # fmt: skip
     ours = {"label": "packager.tool=packager"}
     # Containers an earlier test left (stopped ones too) are not this run's: were they taken

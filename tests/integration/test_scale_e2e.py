@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from packager.samples.generate import generate
-from tests.conftest import ROOT, run_cli
+from tests.conftest import QUICK_PERTURB, QUICK_RUNS, ROOT, run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -46,6 +46,7 @@ def test_interrupted_dataset_resumes_without_running_finished_tasks(
     data = generate(tmp_path / "ds", N)
     out = tmp_path / "out"
     command = [sys.executable, "-m", "packager", "package", "--all", "-j", "2"]
+    command += [*QUICK_RUNS, *QUICK_PERTURB]
     command += ["--dataset", str(data), "--out", str(out)]
     proc = subprocess.Popen(
         command,

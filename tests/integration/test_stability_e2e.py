@@ -136,3 +136,23 @@ def test_derived_labels_are_what_every_run_showed(
     assert plan["fail_to_pass"] == ["tests/test_mod_0.py::test_value_0"]
     assert {f"tests/test_order.py::test_a_{i}" for i in range(6)} <= set(plan["pass_to_pass"])
     assert not set(EXPECTED) & set(plan["pass_to_pass"])
+
+
+def test_the_default_runs_catch_the_seeded_tests(
+    seeded: Path, tmp_path: Path, docker_client: Any
+) -> None:
+    """No run flag: six gold runs, one nop run and every perturbation (docs/grading.md)."""
+    out = tmp_path / "defaults"
+    done = run_cli(
+        "package", "--all", "--dataset", str(seeded), "--out", str(out), defaults=True,
+        timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads((out / "rows" / "results" / "gen__calc-0.json").read_text())
+    assert result["status"] == "flaky"
+    assert result["stability"]["runs"] == {
+        "gold": 6,
+        "nop": 1,
+        "perturbed": ["shuffle", "cpus", "clock"],
+    }
+    assert {f["id"]: f["changed_by"] for f in result["stability"]["flaky"]} == EXPECTED
