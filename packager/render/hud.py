@@ -116,6 +116,7 @@ def make_hud_files(
         "grade_timeout_sec": _pylit(2 * spec.grading.timeout_sec + 600),
         "agent_timeout_sec": _pylit(spec.agent_timeout_sec),
         "grader_network": _pylit("public") if spec.grading.network else None,
+        "resources": _resources(spec),
     }
     columns = [
         (_pylit(key), _pylit(value))
@@ -293,3 +294,15 @@ def _declared_environment(data: bytes) -> str | None:
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
             return name.value
     return None
+
+
+def _resources(spec: TaskSpec) -> str | None:
+    """The keyword arguments of HUD's `RuntimeResources` for a calibrated task (None: none):
+    the CPUs, memory and storage its gold runs measured, as task.toml states them.
+    """
+    c = spec.calibration
+    if c is None:
+        return None
+    return (
+        f"cpu={float(c.cpus)!r}, memory_mb={c.memory_limit_mb!r}, storage_mb={c.storage_limit_mb!r}"
+    )

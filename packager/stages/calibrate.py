@@ -6,9 +6,9 @@ from the wall seconds). For a verified task they are kept in `calibration/<task>
 written into its task.toml: `[environment]` and `[verifier.environment]` get the CPUs,
 memory and storage limits Harbor reads (storage: the agent image's size with
 `STORAGE_MARGIN`, rounded up to `STORAGE_STEP_MB`: what a sandbox must hold), `[verifier]`
-its `timeout_sec`. The render
-reads the file back (`calibrated`), so a rerun renders the very task.toml that was verified
-and the task's digest does not move. The agent's timeout stays the dataset's: the oracle's
+its `timeout_sec`; the HUD environment's task row gets the same as its `RuntimeResources`.
+The render reads the file back (`calibrated`), so a rerun renders the very task.toml that was
+verified and the task's digest does not move. The agent's timeout stays the dataset's: the oracle's
 seconds say nothing of a model's.
 """
 
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from packager.models.spec import Calibration, TaskSpec
 from packager.render.harbor import make_harbor_task
 from packager.render.harbor_dataset import task_digest
+from packager.render.hud import make_hud_files
 from packager.render.write import write_json, write_text
 
 if TYPE_CHECKING:
@@ -68,7 +69,16 @@ def calibrate(
     calibration = calibration_of(resources, image_mb)
     slug = spec.provenance.slug
     write_json(paths.calibration_file(slug), calibration.model_dump(mode="json"))
-    task = make_harbor_task(spec.model_copy(update={"calibration": calibration}))
+    now = spec.model_copy(update={"calibration": calibration})
+    task = make_harbor_task(now)
     folder = paths.task_dir(slug)
     write_text(folder / "task.toml", task.files["task.toml"].data.decode())
+    hud = make_hud_files(
+        now,
+        dataset=paths.dataset,
+        agent_image=task.agent_image,
+        grader_payload=task.grader_payload,
+        grader_image=task.grader_image,
+    )
+    write_text(paths.source_dir(slug) / "tasks.py", hud["tasks.py"].data.decode())
     return task_digest(folder)

@@ -51,7 +51,12 @@ def test_a_calibrated_task_toml_is_rendered_again_byte_for_byte(tmp_path: Path) 
     assert config["agent"] == plain["agent"]  # the oracle's seconds say nothing of a model's
     assert digest == task_digest(folder) != before
 
+    tasks_py = (paths.source_dir(TASK) / "tasks.py").read_text()
+    assert "RuntimeResources(cpu=1.0, memory_mb=512, storage_mb=2048)" in tasks_py
+    compile(tasks_py, "tasks.py", "exec")
+
     (again,) = render_selection(sel, tmp_path)  # a rerun reads the calibration back
     assert again.calibration == calibration_of(MEASURED, 700.0)
     assert task_digest(folder) == digest
+    assert (paths.source_dir(TASK) / "tasks.py").read_text() == tasks_py  # the HUD row too
     assert calibrated(spec, OutputPaths(tmp_path / "elsewhere", "x")) == spec  # none kept there
