@@ -137,10 +137,11 @@ def test_verify_settings_travel_unchanged_to_the_container() -> None:
     """The run's verify settings go down as one object (`settings.VerifyConfig`: Job →
     VerifyRequest → the engine → the run plan), not re-spelled at every floor: a container
     limit is named only where it is declared (the settings, the flag) and where a container is
-    made (the run plan and the container's creation). The task.toml keys Harbor reads are a
-    format's names, written where task.toml is rendered."""
+    made (the run plan and the container's creation). The task.toml keys Harbor reads and the
+    HUD row's `RuntimeResources` fields are formats' names, written where those are rendered."""
     allowed = {
         "packager/render/harbor.py",
+        "packager/render/hud.py",
         "packager/settings.py",
         "packager/cli/options.py",
         "packager/engines/local.py",
