@@ -134,7 +134,8 @@ def perturbed_runs(
     logs: Path,
 ) -> list[RunResult]:
     """One gold run per perturbation of `names`, each in `logs/oracle-<name>`; a perturbation
-    that cannot be made here (no libfaketime) is a run `NOT_RUN` that says why.
+    that cannot be made here (no libfaketime) or that breaks the run itself (an infrastructure
+    fault of the perturbed run) is a run `NOT_RUN` that says why: no verdict either way.
     """
     done: list[RunResult] = []
     for name in names:
@@ -158,9 +159,14 @@ def perturbed_runs(
             )
             continue
         result = run_once(client, perturbed(plan, change), "oracle", folder)
-        done.append(result.model_copy(update={"perturbation": name, **_took(name, folder)}))
         if result.grade_status == "infra_error":
-            break
+            # The perturbation broke the run itself (Node under libfaketime prints nothing):
+            # no verdict on the tests, and the record says why.
+            note = f"the {name} perturbation broke the run: {result.reason}"
+            result = result.model_copy(update={"grade_status": NOT_RUN, "reason": note})
+            done.append(result.model_copy(update={"perturbation": name, "perturbation_note": note}))
+            continue
+        done.append(result.model_copy(update={"perturbation": name, **_took(name, folder)}))
     return done
 
 
