@@ -202,7 +202,12 @@ def test_hud_image_rollouts_match_local_engine(
     images, tag = built.images, built.tag
     spec = _spec(task)
     local = verify_task(
-        docker_client, spec, paths, images=images, config=VerifyConfig(oracle_runs=1), run=RUN
+        docker_client,
+        spec,
+        paths,
+        images=images,
+        config=VerifyConfig(oracle_runs=1, perturb="none"),  # type: ignore[arg-type]
+        run=RUN,
     )
     assert isinstance(local, TaskResult)
     assert local.status == "verified", local.reason
