@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from packager.samples.generate import generate
+from packager.samples.make_samples import new_file_diff
 from tests.conftest import run_cli
 
 ORDER = "".join(f"def test_a_{i}():\n    STATE.append({i})\n\n\n" for i in range(6))
@@ -32,21 +33,12 @@ EXPECTED = {
 }
 
 
-def _new_file(path: str, text: str) -> str:
-    lines = text.splitlines()
-    body = "".join(f"+{line}\n" for line in lines)
-    return (
-        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-        f"@@ -0,0 +1,{len(lines)} @@\n{body}"
-    )
-
-
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("stability")
     data = generate(folder / "ds", 1)
     row = json.loads(data.read_text().splitlines()[0])
-    row["test_patch"] += "".join(_new_file(p, t) for p, t in SEEDED.items())
+    row["test_patch"] += "".join(new_file_diff(p, t) for p, t in SEEDED.items())
     row["PASS_TO_PASS"] = json.dumps([*json.loads(row["PASS_TO_PASS"]), *EXPECTED])
     data.write_text(json.dumps(row) + "\n")
     return data
