@@ -48,7 +48,7 @@ from packager.context import RunContext  # noqa: E402
 from packager.datasets.sources import open_dataset  # noqa: E402
 from packager.images import build, wheelhouse  # noqa: E402
 from packager.images.hud_build import host_ca_bundle  # noqa: E402
-from packager.render.harbor import SNAPSHOT_FILE, make_harbor_task  # noqa: E402
+from packager.render.harbor import SNAPSHOT_FILES, make_harbor_task  # noqa: E402
 from packager.run.select import Selection, iter_specs  # noqa: E402
 from packager.stages.environment import ensure_environment  # noqa: E402
 
@@ -101,7 +101,7 @@ def _build(
     outcome = ensure_environment(
         client,  # type: ignore[arg-type]
         context,
-        SNAPSHOT_FILE,
+        SNAPSHOT_FILES,
         args,
         bases,
         task="bench-downloads",

@@ -192,6 +192,25 @@ def dataset_disk(client: DockerClient, images: Mapping[str, Iterable[str]]) -> d
     }
 
 
+def folder_bytes(path: Path) -> int:
+    """The bytes the files under `path` take, each file once however many links it has (the
+    snapshot tars an output folder links from the machine cache, a file linked into two task
+    folders).
+    """
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for item in path.rglob("*"):
+        try:
+            info = item.lstat()
+        except OSError:
+            continue
+        if not item.is_file() or item.is_symlink() or (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        total += info.st_size
+    return total
+
+
 def _size(path: Path) -> int:
     total = 0
     for item in path.rglob("*"):

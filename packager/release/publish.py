@@ -47,7 +47,7 @@ from packager.errors import PackagerError
 from packager.images.build import base_images, image_exists
 from packager.models.spec import TaskResult
 from packager.release import evidence
-from packager.render.harbor import SNAPSHOT_FILE
+from packager.render.harbor import SNAPSHOT_FILES
 from packager.render.harbor_dataset import folder_task_name, task_digest
 from packager.render.write import swap_into_place, write_text
 
@@ -256,7 +256,7 @@ def release_task(
     Dockerfiles' FROM lines too (`pins`: image -> digest reference; the grader's base is the
     agent image).
     """
-    ignore = shutil.ignore_patterns(SNAPSHOT_FILE, "__pycache__")
+    ignore = shutil.ignore_patterns(*SNAPSHOT_FILES, "__pycache__")
     shutil.copytree(task_dir, dest, ignore=ignore, symlinks=True)
     for dockerfile in sorted(dest.glob("*/Dockerfile")):
         text = dockerfile.read_text(encoding="utf-8")

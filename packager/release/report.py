@@ -475,6 +475,12 @@ def make_html(
                 f"median {human_bytes(disk['task_unique_median'])}, largest "
                 f"{human_bytes(disk['task_unique_max'])}</p>"
             )
+        if "output_bytes" in disk:
+            parts.append(
+                f'<p id="output-disk">This output folder: {human_bytes(disk["output_bytes"])} '
+                "(each file once; no task keeps its repository, the machine's snapshot cache "
+                f"does: {human_bytes(disk['snapshot_cache_bytes'])})</p>"
+            )
     parts.append("<h2>Tasks per status</h2>")
     parts += _status_chart(counts)
     parts.append("<h2>Seconds per stage per task</h2>")

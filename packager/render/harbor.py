@@ -34,6 +34,7 @@ from packager.judge.endpoint import HOST_ALIAS, JUDGE_ENV
 from packager.judge.image import JUDGE_VENV, judge_image_tag
 from packager.models.spec import Environment, TaskSpec
 from packager.render import TEMPLATES_DIR, FileTree, OutFile, naming, render_template, text_file
+from packager.repos.layers import REMOVED_LIST
 from packager.toolchains import uses_npm_registry
 
 JUDGE_START_TIMEOUT = 120
@@ -60,6 +61,10 @@ sys.exit(grade.main())
 _ARCHIVE_TIME = (1980, 1, 1, 0, 0, 0)
 """The earliest time a zip entry can carry: the archive's bytes never depend on the clock."""
 SNAPSHOT_FILE = "repo.tar"
+HISTORY_FILE = "history.tar"
+"""The snapshot's two tars in the agent context (`repos.layers`): the row's own layer and the
+history layer it shares with the rows after the same tag."""
+SNAPSHOT_FILES = (HISTORY_FILE, SNAPSHOT_FILE)
 TASK_ORG = "packager"
 
 RUN_ID_VARIABLE = "PACKAGER_RUN_ID"
@@ -114,6 +119,7 @@ __pycache__/
 *.swo
 *~
 /environment/{SNAPSHOT_FILE}
+/environment/{HISTORY_FILE}
 """
 _TASK_GITIGNORE_FILE = text_file(TASK_GITIGNORE)
 """One bytes object for every task: staged once, then hard-linked (render/write.py)."""
@@ -181,6 +187,7 @@ def _agent_context(spec: TaskSpec) -> FileTree:
                 dockerfile=dockerfile,
                 user=_last_user(dockerfile),
                 snapshot_in_dockerfile=SNAPSHOT_MARK in dockerfile,
+                removed_list=REMOVED_LIST,
                 base_image=env.base_image,
                 prebuilt=env.prebuilt,
                 packages=list(env.packages),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packager.repos.git import Git
+from packager.repos.layers import anchor_of, history_layer, history_name, row_layer
 from packager.repos.snapshot import History, write_snapshot_repo, write_snapshot_tar
 from packager.repos.submodules import Resolver, Submodule, resolve_submodules, write_submodules
 from packager.storage import SNAPSHOTS
@@ -34,6 +35,9 @@ class SnapshotWrite:
 
     head: str
     reused: bool
+    history: str | None = None
+    """Layered: the commit the history layer holds (None: the empty history layer, or the
+    snapshot is one tar)."""
 
 
 def snapshot_cache_dir() -> Path:
@@ -87,6 +91,7 @@ def write_snapshot(
     repo: str = "",
     submodules: Resolver | None = None,
     submodules_required: bool = False,
+    history_path: Path | None = None,
 ) -> SnapshotWrite:
     """The snapshot tar of the repository at `base_commit` at `tar_path` (see
     `write_snapshot_repo`): taken from the cache when this repository state was written
@@ -95,6 +100,10 @@ def write_snapshot(
     With `submodules` (a URL -> repository source resolver), the base commit's submodules a
     source holds go in at their paths (`repos.submodules`; `repo` reads relative URLs); with
     `submodules_required`, one no source holds fails, naming its URL.
+
+    With `history_path`, the snapshot is laid out as two image layers (`repos.layers`): the
+    history layer's tar at `history_path` (kept once per machine for every row sharing it),
+    the row layer's at `tar_path`.
     """
     run = Git(task, log_path)
     key = None
@@ -113,11 +122,11 @@ def write_snapshot(
                 listed = "".join(f"\0{sub.path}@{sub.commit}" for sub, _ in chosen)
                 key = hashlib.sha256(f"{key}{listed}".encode()).hexdigest()[:32]
     folder = cache_dir or snapshot_cache_dir()
-    if key is not None:
-        cached, head_file = folder / f"{key}.tar", folder / f"{key}.head"
-        if cached.is_file() and head_file.is_file():
-            _place(cached, tar_path)
-            return SnapshotWrite(head_file.read_text().strip(), reused=True)
+    if key is not None and history_path is not None:
+        key = hashlib.sha256(f"{key}\0layered".encode()).hexdigest()[:32]
+    reused = _from_cache(folder, key, tar_path, history_path) if key is not None else None
+    if reused is not None:
+        return reused
     with tempfile.TemporaryDirectory(prefix="packager-snap-") as tmp:
         snap = Path(tmp) / "repo"
         head = write_snapshot_repo(
@@ -132,11 +141,71 @@ def write_snapshot(
         )
         write_submodules(run, snap, chosen, log_path)
         tar_path.parent.mkdir(parents=True, exist_ok=True)
-        write_snapshot_tar(snap, tar_path)
+        anchor: str | None = None
+        if history_path is None:
+            write_snapshot_tar(snap, tar_path)
+        else:
+            if git_dir is not None and key is not None:
+                anchor = anchor_of(snap, folder / "packs")
+            history_tar, manifest = history_layer(
+                run, git_dir or snap, anchor, folder / "packs", folder / HISTORY_FOLDER
+            )
+            row_layer(snap, manifest, tar_path)
+            _place(history_tar, history_path)
     if key is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        head_tmp = folder / f".{key}.head.{os.getpid()}.tmp"
-        head_tmp.write_text(head + "\n")
-        os.replace(head_tmp, folder / f"{key}.head")
-        _place(tar_path, folder / f"{key}.tar")  # the head first: a tar is only read with it
-    return SnapshotWrite(head, reused=False)
+        _keep(folder, key, head, tar_path, anchor if history_path else None, history_path)
+    return SnapshotWrite(head, reused=False, history=anchor if history_path else None)
+
+
+HISTORY_FOLDER = "history"
+"""Under the snapshot cache: the history layers' tars (`repos.layers.history_layer`)."""
+
+
+def _from_cache(
+    folder: Path, key: str, tar_path: Path, history_path: Path | None
+) -> SnapshotWrite | None:
+    """The cached snapshot of `key` placed at `tar_path` (and its history layer at
+    `history_path`), when the cache holds all of it.
+    """
+    cached, head_file = folder / f"{key}.tar", folder / f"{key}.head"
+    layer_file = folder / f"{key}.history"
+    history_tar = _cached_history(folder, layer_file) if history_path else None
+    if not (cached.is_file() and head_file.is_file()):
+        return None
+    if history_path is not None and history_tar is None:
+        return None
+    _place(cached, tar_path)
+    if history_path is not None and history_tar is not None:
+        _place(history_tar, history_path)
+    kept = layer_file.read_text().strip() if history_path else ""
+    return SnapshotWrite(head_file.read_text().strip(), True, kept or None)
+
+
+def _keep(
+    folder: Path,
+    key: str,
+    head: str,
+    tar_path: Path,
+    anchor: str | None,
+    history_path: Path | None,
+) -> None:
+    """Keep a written snapshot under `key`: the history layer it was written over (layered),
+    then its head, then its tar (a tar is only read with its head).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    if history_path is not None:
+        layer_tmp = folder / f".{key}.history.{os.getpid()}.tmp"
+        layer_tmp.write_text(f"{anchor or ''}\n")
+        os.replace(layer_tmp, folder / f"{key}.history")
+    head_tmp = folder / f".{key}.head.{os.getpid()}.tmp"
+    head_tmp.write_text(head + "\n")
+    os.replace(head_tmp, folder / f"{key}.head")
+    _place(tar_path, folder / f"{key}.tar")
+
+
+def _cached_history(folder: Path, layer_file: Path) -> Path | None:
+    """The history layer a cached row layer was written over, when it is still kept."""
+    if not layer_file.is_file():
+        return None
+    tar = folder / HISTORY_FOLDER / f"{history_name(layer_file.read_text().strip() or None)}.tar"
+    return tar if tar.is_file() else None

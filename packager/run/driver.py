@@ -30,7 +30,7 @@ from packager.images import build
 from packager.judge.endpoint import judge_endpoint, missing_judge_env
 from packager.models.spec import TaskResult
 from packager.release import evidence
-from packager.release.clean import clean, clean_caches, dataset_disk, disk_use
+from packager.release.clean import clean, clean_caches, dataset_disk, disk_use, folder_bytes
 from packager.release.publish import Registry, publish, select
 from packager.repos import parse_repo_sources
 from packager.run import store
@@ -39,7 +39,7 @@ from packager.run.select import Selection
 from packager.run.store import cached_result, read_results, write_result
 from packager.stages.build import BuildOptions, Rendered, build_task
 from packager.stages.job import Job
-from packager.storage import OutputPaths, cache_root, human_bytes
+from packager.storage import SNAPSHOTS, OutputPaths, cache_root, human_bytes
 
 if TYPE_CHECKING:
     from packager.checks.audit import AuditReport
@@ -352,6 +352,9 @@ class _Run:
             if disk is not None and self.client is not None:
                 tags = {r.task: list(r.images.values()) for r in store.read_results(self.paths)}
                 disk |= dataset_disk(self.client, {k: v for k, v in tags.items() if v})
+            if disk is not None:
+                disk["output_bytes"] = folder_bytes(self.paths.base)
+                disk["snapshot_cache_bytes"] = folder_bytes(SNAPSHOTS.path())
         except Exception:  # noqa: BLE001 - a figure for the report, never a reason to fail
             disk = None
         return store.write_report(self.paths, disk, config_digest=self.config.digest())

@@ -144,6 +144,12 @@ def write_report(
                 f"{human_bytes(disk['task_unique_median'])}, largest "
                 f"{human_bytes(disk['task_unique_max'])}.\n"
             )
+        if "output_bytes" in disk:
+            text += (
+                f"\nThis output folder: {human_bytes(disk['output_bytes'])} (each file once; "
+                "no task keeps its repository, the machine's snapshot cache does: "
+                f"{human_bytes(disk['snapshot_cache_bytes'])}).\n"
+            )
     if config_digest is not None:
         text += f"\nRun configuration: {config_digest}\n"
     write_text(paths.report_file, text)

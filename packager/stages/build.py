@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from packager.images.failures import explain
 from packager.images.flatten import LABEL_FLAT_BASE, flatten_image
 from packager.images.judge_build import ensure_judge_image
 from packager.models.spec import TaskSpec
-from packager.render.harbor import SNAPSHOT_FILE, make_harbor_task
+from packager.render.harbor import HISTORY_FILE, SNAPSHOT_FILE, SNAPSHOT_FILES, make_harbor_task
 from packager.repos.git import Git
 from packager.repos.read import read_file
 from packager.repos.sources import RepoSource, RepoSources
@@ -330,8 +331,10 @@ def _write_snapshot(
                 "base_commit",
                 f"commit {spec.repo.base_commit} not found in repo source",
             )
+    context = paths.task_dir(slug) / "environment"
     written = write_snapshot(
-        paths.task_dir(slug) / "environment" / SNAPSHOT_FILE,
+        context / SNAPSHOT_FILE,
+        history_path=context / HISTORY_FILE if layered(context / "Dockerfile") else None,
         git_dir=git_dir,
         repo=spec.repo.name,
         submodules=_submodule_resolver(repo_sources, opts),
@@ -349,6 +352,23 @@ def _write_snapshot(
             f"the snapshot's HEAD is {written.head}, expected {spec.repo.head}",
         )
     return round(time.monotonic() - started, 3)
+
+
+def layered(dockerfile: Path) -> bool:
+    """Whether an agent Dockerfile adds the snapshot as a history layer and a row layer
+    (`repos.layers`; a recipe's Dockerfile that adds the snapshot itself does not).
+    """
+    return re.search(rf"^ADD {re.escape(HISTORY_FILE)} ", dockerfile.read_text(), re.M) is not None
+
+
+def drop_snapshot(context: Path) -> None:
+    """Take the snapshot's tars out of a task's agent context once its build is over: the
+    machine's snapshot cache keeps them (once per repository state, the history layer once
+    per tag) and the next build links them in again, so an output folder holds no
+    repository; Harbor and HUD run the built images. Task digests never included them.
+    """
+    for name in SNAPSHOT_FILES:
+        (context / name).unlink(missing_ok=True)
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -371,8 +391,18 @@ def _build_agent(
     """Snapshot the repository, then build the environment (when this task must) and the agent
     image; returns the agent's build and the environment's when this task built it.
     """
-    plan.snapshot_seconds = _write_snapshot(spec, paths, repo_sources, plan.opts)
     own_context = paths.task_dir(spec.provenance.slug) / "environment"
+    try:
+        plan.snapshot_seconds = _write_snapshot(spec, paths, repo_sources, plan.opts)
+        return _build_agent_context(spec, plan, tag, own_context)
+    finally:
+        drop_snapshot(own_context)
+
+
+def _build_agent_context(
+    spec: TaskSpec, plan: _AgentPlan, tag: str, own_context: Path
+) -> tuple[ImageBuild, ImageBuild | None]:
+    """`_build_agent` once the snapshot is in the task's agent context."""
     context = own_context
     plan.check_bases((context / "Dockerfile").read_text())
     if plan.flat is not None:
@@ -388,7 +418,7 @@ def _build_agent(
         environment = ensure_environment(
             plan.client,
             context,
-            SNAPSHOT_FILE,
+            SNAPSHOT_FILES,
             plan.buildargs,
             plan.bases,
             task=plan.label,

@@ -31,7 +31,11 @@ ENVIRONMENT_REPOSITORY = "packager/environment"
 once per machine (`ensure_environment`); the agent builds then take those layers from cache."""
 
 
-def _environment_dockerfile(dockerfile: str, snapshot_file: str) -> str | None:
+def _names(snapshot_files: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (snapshot_files,) if isinstance(snapshot_files, str) else snapshot_files
+
+
+def _environment_dockerfile(dockerfile: str, snapshot_files: str | tuple[str, ...]) -> str | None:
     """The Dockerfile's instructions before the one that adds the snapshot, without comments
     (a task's own header comment would make every environment differ; the engine's build
     cache ignores comments too) but with parser directives (None: no snapshot line).
@@ -46,13 +50,15 @@ def _environment_dockerfile(dockerfile: str, snapshot_file: str) -> str | None:
         preamble = False
         if comment or not line.strip():
             continue
-        if snapshot_file in line:
+        if any(name in line for name in _names(snapshot_files)):
             return "\n".join(head) + "\n"
         head.append(line)
     return None
 
 
-def _environment_files(context: Path, snapshot_file: str, head: str) -> dict[str, bytes]:
+def _environment_files(
+    context: Path, snapshot_files: str | tuple[str, ...], head: str
+) -> dict[str, bytes]:
     """The context's files the environment steps (`head`) copy: those their COPY and ADD
     lines name (a folder: the files under it), or every file but the snapshot when one names
     a pattern or the whole context. The Harbor compose file names the task: were it part of
@@ -64,7 +70,8 @@ def _environment_files(context: Path, snapshot_file: str, head: str) -> dict[str
     everything = {
         p.relative_to(context).as_posix(): p
         for p in sorted(context.rglob("*"))
-        if p.is_file() and p.relative_to(context).as_posix() not in (snapshot_file, "Dockerfile")
+        if p.is_file()
+        and p.relative_to(context).as_posix() not in (*_names(snapshot_files), "Dockerfile")
     }
     named: set[str] = set()
     for line in head.splitlines():
@@ -109,7 +116,7 @@ def environment_key(
 def ensure_environment(
     client: DockerClient,
     context: Path,
-    snapshot_file: str,
+    snapshot_files: str | tuple[str, ...],
     buildargs: Mapping[str, str],
     bases: str,
     *,
@@ -123,10 +130,10 @@ def ensure_environment(
     build it once, the second waiting for the first. None when the Dockerfile adds no
     snapshot; else the environment image's build (`built` False when it was there).
     """
-    head = _environment_dockerfile((context / "Dockerfile").read_text(), snapshot_file)
+    head = _environment_dockerfile((context / "Dockerfile").read_text(), snapshot_files)
     if head is None:
         return None
-    files = _environment_files(context, snapshot_file, head)
+    files = _environment_files(context, snapshot_files, head)
     tag = f"{ENVIRONMENT_REPOSITORY}:{environment_key(head, files, buildargs, bases)}"
     if build.image_exists(client, tag):
         return build.BuildOutcome(tag, False, 0.0, None)

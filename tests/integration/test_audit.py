@@ -114,6 +114,7 @@ class Variants:
             ctx = Path(tmp)
             (ctx / "Dockerfile").write_text(dockerfile)
             for rel, data in files.items():
+                (ctx / rel).parent.mkdir(parents=True, exist_ok=True)
                 (ctx / rel).write_bytes(data)
             self.tags.append(tag)
             build.build_image(
@@ -379,3 +380,69 @@ def test_small_fix_caught_as_the_fixed_file(
     report = _audit(docker_client, tag, spec)
     assert report.kinds == {"gold_patch"}
     assert "after the patch" in report.findings[0].detail and report.findings[0].object_id
+
+
+def test_a_later_commit_in_the_shared_history_layer(
+    variants: Variants,
+    specs: dict[str, TaskSpec],
+    docker_client: Any,
+    built: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    """The agent Dockerfile as rendered, its history layer (`ADD history.tar`, the layer rows
+    after one tag share) holding a commit after the base: the fix, committed. The row layer
+    above it is the real one and the history layer's objects are not reachable from any ref,
+    yet the audit reads every layer's object store and names that layer.
+    """
+    import subprocess
+    import tarfile
+
+    from packager import repos
+    from packager.repos.stored import write_snapshot
+
+    spec = specs["samples__textkit-1"]
+    assert spec.gold_patch
+    out, _ = built
+    context = out / "samples" / "tasks" / spec.provenance.slug / "environment"
+    assert not (context / "repo.tar").exists()  # the build took it out of the output folder
+    files = {
+        p.relative_to(context).as_posix(): p.read_bytes() for p in context.rglob("*") if p.is_file()
+    }
+    assert "ADD history.tar" in files["Dockerfile"].decode()
+    sel = Selection(dataset=open_dataset(None, "test"))
+    git_dir = repos.git_dir_for(repos.source_for(spec.repo.name, sel.merged_repo_sources))
+    write_snapshot(
+        tmp_path / "repo.tar",
+        git_dir=git_dir,
+        base_commit=spec.repo.base_commit,
+        files=spec.repo.files,
+        cache_dir=tmp_path / "cache",
+        history_path=tmp_path / "history.tar",
+    )
+    files["repo.tar"] = (tmp_path / "repo.tar").read_bytes()
+    work, layer = tmp_path / "work", tmp_path / "layer"
+    subprocess.run(["git", "clone", "-q", str(git_dir), str(work)], check=True)
+    git = ["git", "-C", str(work), "-c", "user.name=x", "-c", "user.email=x@example.invalid"]
+    subprocess.run([*git, "checkout", "-q", spec.repo.base_commit], check=True)
+    subprocess.run([*git, "apply"], input=spec.gold_patch.encode(), check=True)
+    subprocess.run([*git, "commit", "-qam", "the fix"], check=True)
+    fix = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    (layer / ".git" / "objects" / "pack").mkdir(parents=True)
+    subprocess.run(
+        [*git, "pack-objects", "-q", "--revs", str(layer / ".git" / "objects" / "pack" / "pack")],
+        input=f"{fix.strip()}\n".encode(),
+        check=True,
+    )
+    poisoned = tmp_path / "poisoned.tar"
+    with tarfile.open(poisoned, "w") as tar:
+        tar.add(layer / ".git", arcname=".git")
+    files["history.tar"] = poisoned.read_bytes()
+    tag = variants.build("history-layer", files.pop("Dockerfile").decode(), files)
+    report = _audit(docker_client, tag, spec)
+    assert {"commit", "gold_patch"} <= report.kinds, report.to_json()
+    clean = docker_client.api.inspect_image(_agent_tag(spec))["RootFS"]["Layers"]
+    mine = docker_client.api.inspect_image(tag)["RootFS"]["Layers"]
+    history_layer = next(m for c, m in zip(clean, mine, strict=False) if c != m)
+    commits = [f for f in report.findings if f.kind == "commit"]
+    assert commits and all(f.layer == history_layer for f in commits), report.to_json()
+    assert any(f.object_id == fix.strip() for f in commits)

@@ -53,7 +53,7 @@ def test_a_shared_cold_environment_is_built_once(tmp_path: Path, docker_client: 
 
     for task in results:
         steps = _steps((out / "rows" / "logs" / task / "build-agent.log").read_text())
-        cut = next(i for i, (s, _) in enumerate(steps) if s.startswith("ADD repo.tar"))
+        cut = next(i for i, (s, _) in enumerate(steps) if s.startswith("ADD history.tar"))
         for instruction, done in steps[1:cut]:  # FROM says nothing about the cache
             assert "Using cache" in done and "Running in" not in done, (task, instruction)
         assert any("Running in" in done for _, done in steps[cut + 1 :]), task  # its own steps

@@ -89,7 +89,7 @@ def _context(tmp_path: Path, base: str) -> Path:
 def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
     tmp_path: Path, docker_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from packager.render.harbor import SNAPSHOT_FILE
+    from packager.render.harbor import SNAPSHOT_FILES
 
     monkeypatch.setenv("PACKAGER_CACHE", str(tmp_path / "cache"))  # an empty wheelhouse
     run = RunContext()  # its wheelhouse server serves both builds, and stops when it closes
@@ -103,7 +103,7 @@ def test_a_second_cold_environment_build_takes_its_wheels_from_the_wheelhouse(
             outcome = ensure_environment(
                 docker_client,
                 context,
-                SNAPSHOT_FILE,
+                SNAPSHOT_FILES,
                 {},
                 bases,
                 task="wheelhouse-test",
