@@ -60,7 +60,9 @@ def package_command(config: RunConfig) -> None:
 
 @with_options(*o.BUILD_AND_VERIFY, o.PatchFlag)
 def verify_command(config: RunConfig) -> None:
-    """Verify tasks (oracle twice, nop once), or grade one candidate patch with --patch."""
+    """Verify tasks (gold and nop runs, perturbed gold runs: --runs, --perturb), or grade one
+    candidate patch with --patch.
+    """
     if config.verify.patch is None:
         _package(config, verify=True)
     run = o.pipeline().grade_candidate(config)

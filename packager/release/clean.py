@@ -147,12 +147,26 @@ def disk_use(client: DockerClient) -> dict[str, int]:
 
 
 def dataset_disk(client: DockerClient, images: Mapping[str, Iterable[str]]) -> dict[str, int]:
-    """What one dataset's images take on the engine, every layer counted once (`images`: task ->
-    its image tags). An image's own bytes are its size less its parent's (the legacy builder
-    keeps every step's image as the parent of the next); walking each tag's parents to the base
-    gives the layers it holds. `dataset_bytes`: all of them once; `task_unique_*`: the bytes of
-    layers only one task's images hold (median and largest over the tasks), what each further
-    row of the dataset costs.
+    """What one dataset's images take on the engine (`layer_use`): `dataset_bytes`, every
+    layer counted once; `task_unique_*`, the bytes of layers only one task's images hold
+    (median and largest over the tasks), what each further row of the dataset costs.
+    """
+    total, per_task = layer_use(client, images)
+    unique = sorted(per_task.values())
+    return {
+        "dataset_bytes": total,
+        "task_unique_median": unique[len(unique) // 2] if unique else 0,
+        "task_unique_max": unique[-1] if unique else 0,
+    }
+
+
+def layer_use(
+    client: DockerClient, images: Mapping[str, Iterable[str]]
+) -> tuple[int, dict[str, int]]:
+    """The bytes of every layer of `images` (task -> its image tags) counted once, and per task
+    the bytes of the layers only its images hold. An image's own bytes are its size less its
+    parent's (the legacy builder keeps every step's image as the parent of the next); walking
+    each tag's parents to the base gives the layers it holds.
     """
     inspected: dict[str, dict[str, Any]] = {}
     users: dict[str, set[str]] = {}
@@ -184,12 +198,8 @@ def dataset_disk(client: DockerClient, images: Mapping[str, Iterable[str]]) -> d
             for node, size in chain(tag):
                 own[node] = size
                 users.setdefault(node, set()).add(task)
-    unique = sorted(sum(own[n] for n, who in users.items() if who == {task}) for task in images)
-    return {
-        "dataset_bytes": sum(own.values()),
-        "task_unique_median": unique[len(unique) // 2] if unique else 0,
-        "task_unique_max": unique[-1] if unique else 0,
-    }
+    per_task = {task: sum(own[n] for n, who in users.items() if who == {task}) for task in images}
+    return sum(own.values()), per_task
 
 
 def folder_bytes(path: Path) -> int:

@@ -112,7 +112,12 @@ def history_layer(
     name = history_name(anchor)
     tar_path, manifest_path = folder / f"{name}.tar", folder / f"{name}.json"
     if tar_path.is_file() and manifest_path.is_file():
-        return tar_path, json.loads(manifest_path.read_text())
+        manifest: Manifest = json.loads(manifest_path.read_text())
+        if anchor is None or _same_packs(manifest, packs / f"{anchor}-{SHARED_PACK_FORMAT}"):
+            return tar_path, manifest
+        # The shared pack was written again (a trimmed cache): a history layer holding the
+        # pack snapshots now link in, so rows do not carry it in their own layer. A row layer
+        # written over the old one still completes this one: the same objects, the same tree.
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="packager-history-", dir=folder) as tmp:
         root = Path(tmp) / "layer"
@@ -126,6 +131,12 @@ def history_layer(
         os.replace(tmp_manifest, manifest_path)  # the manifest first: a tar is read with it
         os.replace(tmp_tar, tar_path)
     return tar_path, manifest
+
+
+def _same_packs(manifest: Manifest, shared: Path) -> bool:
+    """Whether a history layer holds the very pack files of the shared pack folder."""
+    held = {rel.rsplit("/", 1)[-1] for rel in manifest if rel.startswith(_PACKS)}
+    return shared.is_dir() and held == {p.name for p in shared.iterdir()}
 
 
 def _fill_history(

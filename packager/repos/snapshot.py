@@ -175,7 +175,7 @@ def _copy_from_source(
         _refuse_cut_history(run, git_dir, commit, base_commit, label, shallow)
     names = past_tags(run, git_dir, git_dir, commit) if with_tags else []
     tags = _tag_targets(run, git_dir, names)
-    anchor = _anchor(run, git_dir, names, commit) if shared_packs is not None else None
+    anchor = _anchor(run, git_dir, commit) if shared_packs is not None else None
     if anchor is not None and shared_packs is not None:
         if not _link_shared_pack(run, dest, git_dir, anchor, shared_packs):
             anchor = None  # one pack then, whose failure names what the source lacks
@@ -327,26 +327,50 @@ def past_tags(run: Git, git_dir: Path, repo: Path, commit: str) -> list[str]:
     return kept
 
 
-def _anchor(run: Git, git_dir: Path, names: list[str], commit: str) -> str | None:
-    """The commit of the newest of the tags `names` (all history of `commit`), when it is not
-    `commit` itself: its history is shared by every row of the repository after it.
+ANCHOR_CANDIDATES = 8
+"""How many of the newest tags made before a base commit `_anchor` weighs."""
+
+
+def _anchor(run: Git, git_dir: Path, commit: str) -> str | None:
+    """The newest commit `commit`'s history shares with a release made before it: for each of
+    the `ANCHOR_CANDIDATES` newest tags dated no later than `commit`, its merge base with
+    `commit` (the tag itself when it is history; else the point its release branch left the
+    line `commit` is on), the newest of those by commit date. Every row after that point
+    shares its history (`_link_shared_pack`, and the history layer, `repos.layers`). None when
+    no tag qualifies. Only a commit of `commit`'s own history is ever chosen, and no tag made
+    after it is read.
     """
-    if not names:
-        return None
+    when = run("log", "-1", "--format=%ct", commit, cwd=git_dir).stdout.decode().strip()
     listing = run(
         "for-each-ref",
         "--sort=-creatordate",
-        "--format=%(refname) %(objectname) %(*objectname)",
+        "--format=%(creatordate:unix) %(objecttype) %(objectname) %(*objecttype) %(*objectname)",
         "refs/tags",
         cwd=git_dir,
     ).stdout.decode()
-    wanted = set(names)
+    targets: list[str] = []
     for line in listing.splitlines():
-        name, oid, *peeled = line.split()
-        if name in wanted:
-            target = peeled[0] if peeled else oid
-            return target if target != commit else None
-    return None
+        stamp, kind, oid, *peeled = line.split()
+        target = peeled[1] if kind == "tag" and len(peeled) == 2 else oid
+        if (peeled[0] if kind == "tag" and peeled else kind) != "commit" or int(stamp) > int(when):
+            continue
+        if target not in targets:
+            targets.append(target)
+        if len(targets) == ANCHOR_CANDIDATES:
+            break
+    bases: set[str] = set()
+    for target in targets:
+        found = run("merge-base", commit, target, cwd=git_dir, check=False)
+        base = found.stdout.decode().strip()
+        if found.returncode == 0 and base and base != commit:
+            bases.add(base)
+    if not bases:
+        return None
+    dated = run("log", "--no-walk", "--format=%ct %H", *sorted(bases), cwd=git_dir)
+    return max(
+        (int(stamp), oid)
+        for stamp, oid in (line.split() for line in dated.stdout.decode().splitlines())
+    )[1]
 
 
 def _link_shared_pack(run: Git, dest: Path, git_dir: Path, anchor: str, folder: Path) -> bool:

@@ -135,6 +135,7 @@ def test_rows_after_one_tag_share_its_history_layer_byte_for_byte(tmp_path: Path
     upstream = make_upstream(tmp_path / "up")
     path = upstream.path
     git("tag", "v0.1", upstream.first, cwd=path)
+    git("tag", "-d", "v1.0", cwd=path)  # (dated as the rows: a release they would branch from)
     git("checkout", "--quiet", "-b", "dev", upstream.base, cwd=path)
     # A later row: a file deleted, a file turned into a folder, a symlink, an executable.
     (path / "README").unlink()
@@ -199,3 +200,77 @@ def test_no_tag_no_history_layer_but_the_git_folder(tmp_path: Path) -> None:
     built = _assemble(ctx / "history.tar", ctx / "repo.tar", tmp_path / "built")
     _same_tree(built, _plain(tmp_path, upstream.path / ".git", upstream.base, "plain"))
     assert repos.write_snapshot_repo  # the plain writer is unchanged
+
+
+def test_a_history_layer_follows_its_shared_pack(tmp_path: Path) -> None:
+    """A cache trimmed by hand writes a tag's shared pack again (maybe another pack file): the
+    next row written finds its history layer holding other pack files and writes it again, so
+    no row carries the tag's pack in its own layer.
+    """
+    upstream = make_upstream(tmp_path / "up")
+    path = upstream.path
+    git("tag", "v0.1", upstream.first, cwd=path)
+    git("tag", "-d", "v1.0", cwd=path)
+    git("checkout", "--quiet", "-b", "dev", upstream.base, cwd=path)
+    (path / "src" / "c.py").write_text("C = 3\n")
+    git("add", "-A", cwd=path)
+    git("commit", "--quiet", "-m", "another row", cwd=path)
+    second = git("rev-parse", "HEAD", cwd=path)
+    cache = tmp_path / "cache"
+
+    def layered(name: str, base: str) -> Path:
+        ctx = tmp_path / name
+        write_snapshot(
+            ctx / "repo.tar",
+            git_dir=path / ".git",
+            base_commit=base,
+            cache_dir=cache,
+            history_path=ctx / "history.tar",
+        )
+        return ctx
+
+    layered("one", upstream.base)
+    manifest = next((cache / "history").glob("*.json"))
+    manifest.write_text(manifest.read_text().replace("pack-", "pack-gone"))  # not these packs
+    two = layered("two", second)
+    assert "pack-gone" not in manifest.read_text()
+    with tarfile.open(two / "history.tar") as tar:
+        shared = {n for n in tar.getnames() if n.startswith(".git/objects/pack/")}
+    with tarfile.open(two / "repo.tar") as tar:
+        assert shared and not shared & set(tar.getnames())
+    built = _assemble(two / "history.tar", two / "repo.tar", tmp_path / "built")
+    assert git("rev-parse", "HEAD", cwd=built) == second
+    assert git("status", "--porcelain", cwd=built) == ""
+
+
+def test_a_release_branch_tag_anchors_at_its_branch_point(tmp_path: Path) -> None:
+    """A project that tags releases on a branch of their own (sympy): the newest tag made
+    before the row is not in its history, so the history layer is the point that release
+    branch left the row's line, not an older tag that is history."""
+    upstream = make_upstream(tmp_path / "up")
+    path = upstream.path
+    git("tag", "-d", "v1.0", cwd=path)
+    git("tag", "v0.1", upstream.first, cwd=path)  # history, but old
+    git("checkout", "--quiet", "-b", "release", upstream.base, cwd=path)
+    (path / "RELEASE").write_text("1.0\n")
+    git("add", "-A", cwd=path)
+    git("commit", "--quiet", "-m", "release 1.0", cwd=path)
+    git("tag", "-a", "-m", "1.0", "v1.0", cwd=path)
+    git("checkout", "--quiet", "main", cwd=path)  # main went on: the fix, then the row
+    (path / "src" / "d.py").write_text("D = 4\n")
+    git("add", "-A", cwd=path)
+    git("commit", "--quiet", "-m", "the row's base", cwd=path)
+    row = git("rev-parse", "HEAD", cwd=path)
+    ctx = tmp_path / "ctx"
+    done = write_snapshot(
+        ctx / "repo.tar",
+        git_dir=path / ".git",
+        base_commit=row,
+        cache_dir=tmp_path / "cache",
+        history_path=ctx / "history.tar",
+    )
+    assert done.history == upstream.base  # where release left main, not v0.1's commit
+    built = _assemble(ctx / "history.tar", ctx / "repo.tar", tmp_path / "built")
+    assert git("rev-parse", "HEAD", cwd=built) == row
+    assert not (built / "RELEASE").exists()
+    assert "v1.0" not in git("tag", cwd=built)  # not history: not kept

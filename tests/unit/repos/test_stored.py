@@ -88,6 +88,9 @@ def test_rows_after_one_tag_share_the_pack_of_its_history(
     """
     cache, git_dir = tmp_path / "cache", upstream.path / ".git"
     subprocess.run(["git", "tag", "v0.1", upstream.first], cwd=upstream.path, env=ENV, check=True)
+    # v1.0 is dated as the rows are: a release made no later than them, whose branch point
+    # (the base) the following row would share instead.
+    git("tag", "-d", "v1.0", cwd=upstream.path)
     git("checkout", "--quiet", "-b", "next", upstream.base, cwd=upstream.path)
     (upstream.path / "src" / "c.py").write_text("C = 3\n")
     git("add", "-A", cwd=upstream.path)
