@@ -30,12 +30,11 @@ import json
 import os
 import shutil
 import stat
-import tarfile
 import tempfile
 from pathlib import Path
 
 from packager.repos.git import Git
-from packager.repos.snapshot import SHARED_PACK_FORMAT, SNAPSHOT_MTIME, write_snapshot_tar
+from packager.repos.snapshot import SHARED_PACK_FORMAT, write_snapshot_tar
 
 HISTORY_LAYER_FORMAT = "1"
 """Bump when what a history layer holds changes: older ones are then never read again."""
@@ -167,7 +166,8 @@ def row_layer(snapshot: Path, history: Manifest, tar_path: Path) -> int:
     listing = b"".join(rel.encode() + b"\0" for rel in removed)
     list_path = snapshot / REMOVED_LIST
     list_path.write_bytes(listing)
-    _write_tar(snapshot, [*keep, REMOVED_LIST], tar_path)
+    tar_path.parent.mkdir(parents=True, exist_ok=True)
+    write_snapshot_tar(snapshot, tar_path, [*keep, REMOVED_LIST])
     list_path.unlink()
     return len(removed)
 
@@ -187,26 +187,3 @@ def _removed(mine: Manifest, history: Manifest) -> list[str]:
             continue
         out.append(rel)
     return out
-
-
-def _write_tar(root: Path, rels: list[str], tar_path: Path) -> None:
-    """A deterministic tar of `rels` under `root`, as `write_snapshot_tar` writes them."""
-    tmp = tar_path.with_suffix(".tmp")
-    tar_path.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        tmp.open("wb") as out,
-        tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar,
-    ):
-        for rel in sorted(rels):
-            path = root / rel
-            info = tar.gettarinfo(str(path), arcname=rel)
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            info.mtime = SNAPSHOT_MTIME
-            info.pax_headers = {}
-            if info.isfile():
-                with path.open("rb") as fh:
-                    tar.addfile(info, fh)
-            else:
-                tar.addfile(info)
-    os.replace(tmp, tar_path)

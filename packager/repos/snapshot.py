@@ -488,14 +488,17 @@ tar is deterministic, and after 1980, which is the earliest a ZIP (so a wheel, e
 editable wheel of the repository) can record."""
 
 
-def write_snapshot_tar(repo: Path, tar_path: Path) -> None:
-    """A deterministic tar of the snapshot (sorted, uid 0, every mtime SNAPSHOT_MTIME)."""
+def write_snapshot_tar(repo: Path, tar_path: Path, rels: list[str] | None = None) -> None:
+    """A deterministic tar of the snapshot (sorted, uid 0, every mtime SNAPSHOT_MTIME); with
+    `rels`, of those paths under `repo` alone (a row layer, `repos.layers`).
+    """
     tmp = tar_path.with_suffix(".tmp")
+    paths = sorted(repo.rglob("*")) if rels is None else [repo / rel for rel in sorted(rels)]
     with (
         tmp.open("wb") as out,
         tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
-        for path in sorted(repo.rglob("*")):
+        for path in paths:
             rel = path.relative_to(repo).as_posix()
             info = tar.gettarinfo(str(path), arcname=rel)
             info.uid = info.gid = 0
