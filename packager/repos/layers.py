@@ -4,21 +4,21 @@ A whole snapshot in one layer (`ADD repo.tar`) stores a repository's history onc
 although rows of one repository share almost all of it. Laid out in two tars, the agent image
 takes its history in two steps:
 
-* `history.tar`, the **history layer**: every object the newest tag of the base commit's
-  history reaches (the shared pack `write_snapshot_repo` already links in) and the tree at that
-  tag, checked out. Nothing else: no ref, no index, no HEAD. It is a function of that tag's
-  commit alone, written once per machine (`history_layer`), so every row whose newest past
-  tag is that commit adds the very same file on the same environment and the engine keeps the
-  layer once. Everything in it is history of each such row's base commit: the tag names an
-  ancestor of it (`past_tags`).
+* `history.tar`, the **history layer**: every object the row's anchor reaches (the commit
+  where its line meets the newest release made before it, `snapshot._anchor`, whose shared
+  pack `write_snapshot_repo` already links in) and the anchor's tree, checked out. Nothing
+  else: no ref, no index, no HEAD. It is a function of the anchor alone, written once per
+  machine (`history_layer`), so every row with that anchor adds the very same file on the same
+  environment and the engine keeps the layer once. Everything in it is history of each such
+  row's base commit: the anchor is one of its ancestors.
 * `repo.tar`, the **row layer**: what the row's snapshot holds beyond the history layer (its
-  own pack, refs, index, config, the files that differ from the tag's tree) and the list of
+  own pack, refs, index, config, the files that differ from the anchor's tree) and the list of
   the history layer's paths the snapshot does not hold (`REMOVED_LIST`), which the next step
   deletes.
 
 History layer, then row layer, then the deletions give exactly the row's snapshot
 (`row_layer` compares the two trees file by file, so whatever checkout differences there are
-end up in the row layer). A row with no past tag (or an inline repository, a base-only
+end up in the row layer). A row with no anchor (or an inline repository, a base-only
 history) gets an empty history layer (the `.git` folder alone) and its whole snapshot in the
 row layer.
 """

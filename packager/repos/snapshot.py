@@ -69,8 +69,8 @@ def write_snapshot_repo(
     `tags=False` keeps none of the source's tags (a submodule's snapshot, `repos.submodules`).
 
     With `shared_packs` (a folder of the machine cache), a full history is written as two
-    packs: the history up to the newest tag it keeps (written once into that folder for every
-    row of the repository after that tag, and hard-linked in) and the row's own objects since.
+    packs: the history up to the row's anchor (`_anchor`; written once into that folder for
+    every row of the repository after it, and hard-linked in) and the row's own objects since.
     The snapshot holds exactly the same objects either way.
 
     Every git command and its stderr is appended to `log_path` when given. Any failure raises
