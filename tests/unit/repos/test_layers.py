@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from packager import repos
 from packager.repos.layers import REMOVED_LIST, manifest_of
 from packager.repos.stored import write_snapshot
 from tests.unit.repos.test_repos import MARSHMALLOW_BUNDLE, git, make_upstream
@@ -199,7 +198,6 @@ def test_no_tag_no_history_layer_but_the_git_folder(tmp_path: Path) -> None:
         assert tar.getnames() == [".git"]  # a member: the engine unpacks it, never copies it
     built = _assemble(ctx / "history.tar", ctx / "repo.tar", tmp_path / "built")
     _same_tree(built, _plain(tmp_path, upstream.path / ".git", upstream.base, "plain"))
-    assert repos.write_snapshot_repo  # the plain writer is unchanged
 
 
 def test_a_history_layer_follows_its_shared_pack(tmp_path: Path) -> None:
